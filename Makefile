@@ -1,0 +1,51 @@
+# mdc: the two commands. `make run` and `make test` do all set-up on a fresh Debian 12 machine.
+BUILD        ?= build
+BUILD_ASAN   ?= build-asan
+BUILD_TSAN   ?= build-tsan
+BUILD_BENCH  ?= build-bench
+JOBS         ?= $(shell nproc)
+CMAKE_FLAGS  ?=
+CTEST_FLAGS  ?= --output-on-failure -j $(JOBS)
+
+.PHONY: all deps build run test test-main test-asan test-tsan bench clean
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+# configure(dir, extra flags)
+define configure
+	@test -f $(1)/CMakeCache.txt || cmake -S . -B $(1) -DMD_WERROR=ON $(CMAKE_FLAGS) $(2) >/dev/null
+endef
+
+build: deps
+	$(call configure,$(BUILD),)
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	$(BUILD)/examples/md_demo
+
+test: test-main test-asan test-tsan
+	@echo "make test: all suites passed"
+
+test-main: build
+	cd $(BUILD) && ctest $(CTEST_FLAGS)
+
+test-asan: deps
+	$(call configure,$(BUILD_ASAN),-DCMAKE_BUILD_TYPE=Debug -DMD_SANITIZE=address,undefined -DMD_BUILD_BENCH=OFF)
+	cmake --build $(BUILD_ASAN) -j $(JOBS)
+	cd $(BUILD_ASAN) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest $(CTEST_FLAGS)
+
+test-tsan: deps
+	$(call configure,$(BUILD_TSAN),-DCMAKE_BUILD_TYPE=Debug -DMD_SANITIZE=thread -DMD_BUILD_BENCH=OFF)
+	cmake --build $(BUILD_TSAN) -j $(JOBS)
+	cd $(BUILD_TSAN) && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest $(CTEST_FLAGS) -L concurrency
+
+bench: deps
+	$(call configure,$(BUILD_BENCH),-DCMAKE_BUILD_TYPE=Release -DMD_BUILD_TESTS=OFF)
+	cmake --build $(BUILD_BENCH) -j $(JOBS)
+	$(BUILD_BENCH)/bench/md_bench
+
+clean:
+	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_TSAN) $(BUILD_BENCH)

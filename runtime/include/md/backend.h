@@ -1,0 +1,115 @@
+/* md/backend.h - the backend interface: what the runtime needs from a device.
+ *
+ * A backend is a versioned table of function pointers (like sqlite3_vfs), registered by name.
+ * The reference driver runs every model through one: "sim" (sim/, always built) or "hip"
+ * (hip_kernels/, when built with HIP). Device memory is addressed by md_devptr values that are
+ * NOT host pointers; a kernel gets a usable address from kernel_ptr().
+ *
+ * Thread-safety: every function may be called from any thread concurrently, except that one
+ * stream is used by one thread at a time and close() runs alone. */
+#ifndef MD_BACKEND_H
+#define MD_BACKEND_H
+
+#include <stddef.h>
+#include "md/driver.h"
+#include "md/kernel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MD_BACKEND_VERSION 1u
+
+typedef uint64_t md_devptr;              /* opaque device address; 0 is null */
+typedef struct md_backend md_backend;    /* one opened device, owned by the backend */
+typedef struct md_stream md_stream;      /* an ordered command queue */
+typedef struct md_event md_event;        /* a marker recorded on a stream */
+
+/* What open() receives; parsed from the open_device config by the runtime. */
+typedef struct md_backend_params {
+  uint32_t struct_size;
+  uint64_t mem_limit;                    /* bytes; 0 = the device's own */
+  uint64_t seed;                         /* has_seed: reproducible scheduling */
+  int has_seed;
+  uint64_t latency_ns;                   /* simulated launch latency; 0 = none */
+  const char *faults;                    /* simulator fault plan or NULL */
+} md_backend_params;
+
+typedef struct md_backend_info {
+  char device_name[64];
+  uint64_t mem_total;                    /* bytes the device can hold (after mem_limit) */
+  uint64_t max_alloc;                    /* largest single allocation */
+} md_backend_info;
+
+/* Counters for reports; a backend fills what it tracks and leaves the rest 0. */
+typedef struct md_backend_stats {
+  uint64_t allocs, frees, bytes_live, bytes_peak;
+  uint64_t copies, bytes_copied, launches, faults_fired;
+  uint64_t redzone_hits, poison_hits;
+} md_backend_stats;
+
+typedef struct md_backend_ops {
+  uint32_t version;                      /* MD_BACKEND_VERSION */
+  uint32_t struct_size;                  /* sizeof(md_backend_ops) */
+  const char *name;                      /* "sim", "hip" */
+  const char *platform;                  /* kernel registry platform: "sim", "hip" */
+
+  /* Opens the device. DEVICE_UNAVAILABLE when there is none; INVALID_ARGUMENT for a bad
+   * parameter. err gets a message naming the problem. */
+  md_status (*open)(const md_backend_params *p, md_backend **out, char *err, size_t errlen);
+  /* Releases everything, including memory still allocated. */
+  void (*close)(md_backend *b);
+  void (*info)(md_backend *b, md_backend_info *out);
+  void (*stats)(md_backend *b, md_backend_stats *out);
+
+  /* Allocates `bytes` (> 0) of device memory. The memory never shows bytes of an earlier
+   * allocation (the backend scrubs freed memory or zero-fills new memory).
+   * RESOURCE_EXHAUSTED_PERSISTENT: larger than the device can ever hold;
+   * RESOURCE_EXHAUSTED_TRANSIENT: not available now. */
+  md_status (*alloc)(md_backend *b, uint64_t bytes, md_devptr *out);
+  /* Frees an allocation (0 is ignored). Must not be called while queued work uses it. */
+  void (*free)(md_backend *b, md_devptr p);
+
+  /* Copies; a NULL stream means synchronous. Errors: GENERAL_FAILURE (or DEVICE_UNAVAILABLE),
+   * message in err. */
+  md_status (*write)(md_backend *b, md_stream *s, md_devptr dst, uint64_t off, const void *src,
+                     uint64_t n, char *err, size_t errlen);
+  md_status (*read)(md_backend *b, md_stream *s, void *dst, md_devptr src, uint64_t off,
+                    uint64_t n, char *err, size_t errlen);
+  md_status (*copy)(md_backend *b, md_stream *s, md_devptr dst, uint64_t doff, md_devptr src,
+                    uint64_t soff, uint64_t n, char *err, size_t errlen);
+
+  /* The address kernels of this backend's platform use for device pointer p. */
+  void *(*kernel_ptr)(md_backend *b, md_devptr p);
+
+  /* Runs a kernel on the stream (NULL: synchronously). The call's tensors already hold
+   * kernel_ptr() addresses. The kernel's own failure comes back in st with its message; the
+   * return value is the launch's status (st->code when the kernel failed). */
+  md_status (*launch)(md_backend *b, md_stream *s, const md_kernel_def *k, md_kernel_call *call,
+                      md_kernel_status *st);
+
+  md_status (*stream_create)(md_backend *b, md_stream **out);
+  void (*stream_destroy)(md_backend *b, md_stream *s);
+  /* Waits for everything queued on s; returns the first error of that work. */
+  md_status (*stream_sync)(md_backend *b, md_stream *s, char *err, size_t errlen);
+  void *(*stream_native)(md_backend *b, md_stream *s);  /* hipStream_t, or NULL */
+
+  md_status (*event_create)(md_backend *b, md_event **out);
+  void (*event_destroy)(md_backend *b, md_event *e);
+  md_status (*event_record)(md_backend *b, md_event *e, md_stream *s);
+  /* MD_NONE once reached; MISSED_DEADLINE_TRANSIENT after timeout_ns (UINT64_MAX: forever). */
+  md_status (*event_wait)(md_backend *b, md_event *e, uint64_t timeout_ns);
+} md_backend_ops;
+
+/* Registry of backends, process-wide. md_backend_register fails (INVALID_ARGUMENT) on a
+ * duplicate name or an ops table whose version/struct_size it does not know. */
+md_status md_backend_register(const md_backend_ops *ops);
+const md_backend_ops *md_backend_find(const char *name);
+
+/* The built-in simulator backend (sim/). */
+const md_backend_ops *md_sim_backend(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
