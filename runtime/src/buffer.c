@@ -1,0 +1,495 @@
+/* buffer.c - memory domains: driver-managed buffers (SPEC section 3).
+ *
+ * A buffer's metadata (dims, initialized flag, current storage) is guarded by its own spin
+ * lock, held only to read or publish a few fields; data moves outside it, on storage the mover
+ * holds a reference to. Racing writers therefore never crash or touch another buffer: the
+ * last one to publish wins, and the content may be any writer's (SPEC section 6). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "error.h"
+#include "runtime_int.h"
+
+#define TOKFMT "0x%016llx"
+#define TOK(t) ((unsigned long long)(t))
+
+/* ---- storage ---- */
+
+void md__storage_put(md_device *d, md__storage *s) {
+  if (!s || !md__ref_put(&s->ref)) return;
+  if (s->mem) d->be->free(d->bk, s->mem);
+  s->mem = 0;
+  if (!s->embedded) free(s);
+}
+
+static md__storage *storage_get_locked(md__buffer *b) {
+  md__storage *s = b->st;
+  if (s) md__ref_get(&s->ref);
+  return s;
+}
+
+md_status md__buffer_write_begin(md_device *d, md__buffer *b, uint64_t bytes, md__write *w) {
+  md__spin_lock(&b->lock);
+  md__storage *cur = b->st;
+  if (cur && cur->capacity >= bytes && !b->writing && md__ref_read(&cur->ref) == 1) {
+    /* Nobody else holds it (references are only taken under this lock): write in place. */
+    b->writing = true;
+    w->st = storage_get_locked(b);
+    w->in_place = true;
+    md__spin_unlock(&b->lock);
+    return MD_NONE;
+  }
+  md__spin_unlock(&b->lock);
+  /* In use, too small, or none yet: fresh storage. The old one stays valid for its users. */
+  md__storage *s = calloc(1, sizeof *s);
+  if (!s) return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "out of host memory");
+  md_status st = d->be->alloc(d->bk, bytes ? bytes : 1, &s->mem);
+  if (st != MD_NONE) {
+    free(s);
+    return md__fail(st, "cannot allocate %llu bytes of device memory", (unsigned long long)bytes);
+  }
+  s->capacity = bytes;
+  md__ref_init(&s->ref, 1);
+  w->st = s;
+  w->in_place = false;
+  return MD_NONE;
+}
+
+void md__buffer_write_commit(md_device *d, md__buffer *b, md__write *w, uint32_t rank, const uint32_t *dims) {
+  md__storage *drop;
+  md__spin_lock(&b->lock);
+  if (w->in_place) b->writing = false;
+  if (b->st != w->st) {
+    drop = b->st;           /* the caller's reference becomes the buffer's */
+    b->st = w->st;
+  } else {
+    drop = w->st;           /* same storage: drop the caller's extra reference */
+  }
+  b->cur_rank = rank;
+  if (rank) memcpy(b->cur_dims, dims, rank * sizeof *dims);
+  b->initialized = true;
+  md__spin_unlock(&b->lock);
+  w->st = NULL;
+  md__storage_put(d, drop);
+}
+
+void md__buffer_write_abort(md_device *d, md__buffer *b, md__write *w) {
+  md__spin_lock(&b->lock);
+  if (w->in_place) b->writing = false;
+  b->initialized = false;
+  md__spin_unlock(&b->lock);
+  md__storage_put(d, w->st);
+  w->st = NULL;
+}
+
+md_status md__buffer_read_begin(md__buffer *b, md__storage **st, uint32_t *rank, uint32_t *dims) {
+  md__spin_lock(&b->lock);
+  md_status r = MD_NONE;
+  if (!b->initialized) r = MD_GENERAL_FAILURE;
+  else if (b->writing) r = MD_DEAD_OBJECT;  /* marker, mapped below */
+  else {
+    *st = storage_get_locked(b);
+    *rank = b->cur_rank;
+    if (b->cur_rank) memcpy(dims, b->cur_dims, b->cur_rank * sizeof *dims);
+  }
+  md__spin_unlock(&b->lock);
+  if (r == MD_GENERAL_FAILURE) return md__fail(MD_GENERAL_FAILURE, "buffer is not initialized");
+  if (r != MD_NONE) return md__fail(MD_GENERAL_FAILURE, "buffer is being written by another call");
+  return MD_NONE;
+}
+
+bool md__buffer_has_role(const md__buffer *b, md_handle prepared, uint32_t is_output, uint32_t index) {
+#ifdef MD_MUTANT_role_unchecked
+  (void)b; (void)prepared; (void)is_output; (void)index;
+  return true;
+#else
+  for (uint32_t i = 0; i < b->n_roles; i++)
+    if (b->roles[i].prepared == prepared && b->roles[i].is_output == is_output && b->roles[i].index == index)
+      return true;
+  return false;
+#endif
+}
+
+void md__buffer_uninit(md__buffer *b) {
+  md__spin_lock(&b->lock);
+  b->initialized = false;
+  md__spin_unlock(&b->lock);
+}
+
+uint64_t md__buffer_bytes(const md__buffer *b) {
+  md__buffer *m = (md__buffer *)b;
+  md__spin_lock(&m->lock);
+  uint64_t n = m->st ? m->st->capacity : 0;
+  md__spin_unlock(&m->lock);
+  return n;
+}
+
+void md__buffer_destroy(md_device *d, md__buffer *b) {
+  md__storage *s = b->st;
+  b->st = NULL;
+  md__storage_put(d, s);
+  /* The embedded storage may still be referenced by nobody but itself when a grown storage
+   * replaced it earlier: its reference was dropped then, and its memory freed. */
+  free(b);
+}
+
+/* ---- allocate ---- */
+
+typedef struct role_ref {
+  const md_buffer_role *r;
+  uint32_t is_output;
+  uint32_t n;               /* position in its list */
+} role_ref;
+
+static const char *io_name(uint32_t is_output) { return is_output ? "output" : "input"; }
+
+md_status md__allocate(md_device *d, md_handle client, const md_buffer_desc *desc, const md_handle *prepared,
+                       uint32_t n_prepared, const md_buffer_role *input_roles, uint32_t n_input_roles,
+                       const md_buffer_role *output_roles, uint32_t n_output_roles, md_token *token) {
+  if (!token) return md__fail(MD_INVALID_ARGUMENT, "allocate: token is NULL");
+  *token = 0;
+  md__hentry *ce;
+  md_status st = md__client_get(d, "allocate", client, &ce);
+  if (st != MD_NONE) return st;
+
+  md__hentry **pes = NULL;
+  md__buffer *b = NULL;
+  uint32_t n_got = 0, n_roles = n_input_roles + n_output_roles;
+  uint32_t desc_rank = desc ? desc->rank : 0;
+  const uint32_t *desc_dims = desc ? desc->dims : NULL;
+
+  if (n_prepared == 0 || !prepared) {
+    st = md__fail(MD_INVALID_ARGUMENT, "allocate: at least one prepared model is required (n_prepared %u)", n_prepared);
+    goto out;
+  }
+  if (n_roles == 0 || n_roles < n_input_roles) {
+    st = md__fail(MD_INVALID_ARGUMENT, "allocate: at least one role is required");
+    goto out;
+  }
+  if ((n_input_roles && !input_roles) || (n_output_roles && !output_roles)) {
+    st = md__fail(MD_INVALID_ARGUMENT, "allocate: %s_roles is NULL with a count of %u",
+                  n_input_roles && !input_roles ? "input" : "output",
+                  n_input_roles && !input_roles ? n_input_roles : n_output_roles);
+    goto out;
+  }
+  if (desc_rank > MD_MAX_RANK || (desc_rank && !desc_dims)) {
+    st = md__fail(MD_INVALID_ARGUMENT, "allocate: desc rank %u %s", desc_rank,
+                  desc_rank > MD_MAX_RANK ? "exceeds MD_MAX_RANK (8)" : "has NULL dims");
+    goto out;
+  }
+  pes = calloc(n_prepared, sizeof *pes);
+  if (!pes) {
+    st = md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "allocate: out of memory");
+    goto out;
+  }
+  for (; n_got < n_prepared; n_got++) {
+    char what[48];
+    snprintf(what, sizeof what, "prepared model %u", n_got);
+    st = md__owned_get(d, "allocate", what, client, prepared[n_got], MD__KIND_PREPARED, &pes[n_got]);
+    if (st != MD_NONE) goto out;
+  }
+
+  /* Roles: ranges, probabilities, duplicates, then operand agreement and dims. */
+  b = calloc(1, sizeof *b + n_roles * sizeof(md__role));
+  if (!b) {
+    st = md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "allocate: out of memory");
+    goto out;
+  }
+  b->n_roles = n_roles;
+  const md__operand *first = NULL;
+  uint32_t rank = desc_rank;
+  uint32_t dims[MD_MAX_RANK];
+  if (rank) memcpy(dims, desc_dims, rank * sizeof *dims);
+  for (uint32_t i = 0; i < n_roles; i++) {
+    uint32_t is_out = i >= n_input_roles;
+    uint32_t pos = is_out ? i - n_input_roles : i;
+    const md_buffer_role *r = is_out ? &output_roles[pos] : &input_roles[pos];
+    if (r->model_index >= n_prepared) {
+      st = md__fail(MD_INVALID_ARGUMENT, "allocate: %s role %u: model_index %u is out of range (%u prepared models)",
+                    io_name(is_out), pos, r->model_index, n_prepared);
+      goto out;
+    }
+    const md__model *m = ((md__prepared *)pes[r->model_index]->obj)->model;
+    uint32_t n_io = is_out ? m->n_outputs : m->n_inputs;
+    if (r->io_index >= n_io) {
+      st = md__fail(MD_INVALID_ARGUMENT, "allocate: %s role %u: io_index %u is out of range (model %u has %u %ss)",
+                    io_name(is_out), pos, r->io_index, r->model_index, n_io, io_name(is_out));
+      goto out;
+    }
+    if (!(r->probability > 0.0f && r->probability <= 1.0f)) {
+      st = md__fail(MD_INVALID_ARGUMENT, "allocate: %s role %u: probability %g is not in (0, 1]",
+                    io_name(is_out), pos, (double)r->probability);
+      goto out;
+    }
+    md__role *role = &b->roles[i];
+    role->prepared = prepared[r->model_index];
+    role->is_output = is_out;
+    role->index = r->io_index;
+    for (uint32_t j = 0; j < i; j++) {
+      md__role *o = &b->roles[j];
+      if (o->prepared == role->prepared && o->is_output == is_out && o->index == role->index) {
+        uint32_t opos = o->is_output ? j - n_input_roles : j;
+        st = md__fail(MD_INVALID_ARGUMENT,
+                      "allocate: %s role %u (model %u, %s %u) repeats %s role %u", io_name(is_out), pos,
+                      r->model_index, io_name(is_out), r->io_index, io_name(o->is_output), opos);
+        goto out;
+      }
+    }
+    uint32_t opnd = is_out ? m->outputs[r->io_index] : m->inputs[r->io_index];
+    const md__operand *op = &m->operands[opnd];
+    if (!first) {
+      first = op;
+    } else if (op->type != first->type || op->scale != first->scale || op->zero_point != first->zero_point) {
+      st = md__fail(MD_INVALID_ARGUMENT,
+                    "allocate: %s role %u (model %u, %s %u): operand type %d scale %g zero point %d disagrees "
+                    "with the first role's type %d scale %g zero point %d",
+                    io_name(is_out), pos, r->model_index, io_name(is_out), r->io_index, op->type,
+                    (double)op->scale, op->zero_point, first->type, (double)first->scale, first->zero_point);
+      goto out;
+    }
+    if (md__type_is_scalar(op->type)) {
+      if (desc_rank) {
+        st = md__fail(MD_INVALID_ARGUMENT, "allocate: %s role %u is a scalar and takes no dims (desc rank %u)",
+                      io_name(is_out), pos, desc_rank);
+        goto out;
+      }
+      continue;
+    }
+    uint32_t axis;
+    if (md__dims_combine(rank, dims, op->rank, op->dims, &rank, dims, &axis)) {
+      char a[64], bb[64];
+      st = md__fail(MD_INVALID_ARGUMENT, "allocate: %s role %u (model %u, %s %u): dims %s do not combine with %s",
+                    io_name(is_out), pos, r->model_index, io_name(is_out), r->io_index,
+                    md__dims_str(op->rank, op->dims, a, sizeof a), md__dims_str(rank, dims, bb, sizeof bb));
+      goto out;
+    }
+  }
+
+  b->type = first->type;
+  b->scale = first->scale;
+  b->zero_point = first->zero_point;
+  b->init_rank = b->cur_rank = rank;
+  if (rank) {
+    memcpy(b->init_dims, dims, rank * sizeof *dims);
+    memcpy(b->cur_dims, dims, rank * sizeof *dims);
+  }
+  md__ref_init(&b->first.ref, 1);
+  b->first.embedded = true;
+  uint64_t bytes = md__type_is_scalar(b->type) ? md_operand_type_size(b->type) : md__type_bytes(b->type, rank, dims);
+  if (bytes == UINT64_MAX || (bytes && bytes > d->info.mem_total)) {
+    st = md__fail(MD_RESOURCE_EXHAUSTED_PERSISTENT, "allocate: %llu bytes exceed the device's %llu bytes",
+                  (unsigned long long)bytes, (unsigned long long)d->info.mem_total);
+    goto out;
+  }
+  if (bytes) {
+    /* Fully known dims: the memory comes now; otherwise with the first write. */
+    st = d->be->alloc(d->bk, bytes, &b->first.mem);
+    if (st != MD_NONE) {
+      st = md__fail(st, "allocate: cannot allocate %llu bytes of device memory", (unsigned long long)bytes);
+      goto out;
+    }
+    b->first.capacity = bytes;
+    b->st = &b->first;
+  }
+  md__hentry *be;
+  st = md__handle_issue(&d->ht, MD__KIND_BUFFER, client, b, token, &be);
+  if (st != MD_NONE) {
+    md__fail(st, "allocate: too many live buffers");
+    goto out;
+  }
+  b = NULL;  /* owned by the table now */
+  if (atomic_load(&ce->handle) != client) {
+    /* close_client ran meanwhile and may have swept before this buffer existed. */
+    md__handle_kill(&d->ht, be, *token);
+    *token = 0;
+    st = md__fail(MD_INVALID_ARGUMENT, "allocate: client 0x%016llx was closed during the call", TOK(client));
+  }
+
+out:
+  if (b) {
+    if (b->st) md__storage_put(d, b->st);
+    free(b);
+  }
+  for (uint32_t i = 0; i < n_got; i++) md__handle_put(&d->ht, pes[i]);
+  free(pes);
+  md__handle_put(&d->ht, ce);
+  return st;
+}
+
+/* ---- copy_from / copy_to / free ---- */
+
+md_status md__copy_from(md_device *d, md_handle client, md_token token, const md_memory *src, uint32_t rank,
+                        const uint32_t *dims) {
+  md__hentry *ce, *be;
+  md_status st = md__client_get(d, "copy_from", client, &ce);
+  if (st != MD_NONE) return st;
+  st = md__owned_get(d, "copy_from", "token", client, token, MD__KIND_BUFFER, &be);
+  if (st != MD_NONE) {
+    md__handle_put(&d->ht, ce);
+    return st;
+  }
+  md__buffer *b = be->obj;
+  md__client *c = ce->obj;
+  md__mapping map = {0};
+  md__write w = {0};
+  uint64_t logical;
+  uint32_t crank = 0, cdims[MD_MAX_RANK];
+  char a[64], bb[64];
+
+  if (!src) {
+    st = md__fail(MD_INVALID_ARGUMENT, "copy_from: token " TOKFMT ": src is NULL", TOK(token));
+    goto fail;
+  }
+  if ((st = md__pool_validate(src, MD__POOL_COPY, "copy_from: src", &logical)) != MD_NONE) goto fail;
+  if (!(src->prot & PROT_READ)) {
+    st = md__fail(MD_INVALID_ARGUMENT, "copy_from: src: pool is not readable (prot %u)", src->prot);
+    goto fail;
+  }
+  if (rank > MD_MAX_RANK || (rank && !dims)) {
+    st = md__fail(MD_INVALID_ARGUMENT, "copy_from: token " TOKFMT ": rank %u %s", TOK(token), rank,
+                  rank > MD_MAX_RANK ? "exceeds MD_MAX_RANK (8)" : "has NULL dims");
+    goto fail;
+  }
+  for (uint32_t i = 0; i < rank; i++)
+    if (dims[i] == 0) {
+      st = md__fail(MD_INVALID_ARGUMENT, "copy_from: token " TOKFMT ": dims %s have an unknown (0) axis %u",
+                    TOK(token), md__dims_str(rank, dims, a, sizeof a), i);
+      goto fail;
+    }
+  /* The initial dims never change, so they are read without the lock. */
+  uint32_t axis;
+  if (md__dims_combine(b->init_rank, b->init_dims, rank, dims, &crank, cdims, &axis)) {
+    st = md__fail(MD_INVALID_ARGUMENT, "copy_from: token " TOKFMT ": dims %s do not combine with the buffer's %s",
+                  TOK(token), md__dims_str(rank, dims, a, sizeof a),
+                  md__dims_str(b->init_rank, b->init_dims, bb, sizeof bb));
+    goto fail;
+  }
+  bool scalar = md__type_is_scalar(b->type);
+  if (!scalar && !md__dims_known(crank, cdims)) {
+    st = md__fail(MD_INVALID_ARGUMENT,
+                  "copy_from: token " TOKFMT ": no dims given and the buffer's dims %s are not fully known",
+                  TOK(token), md__dims_str(b->init_rank, b->init_dims, a, sizeof a));
+    goto fail;
+  }
+  uint64_t bytes = scalar ? md_operand_type_size(b->type) : md__type_bytes(b->type, crank, cdims);
+  if (bytes != src->size) {
+    st = md__fail(MD_INVALID_ARGUMENT, "copy_from: token " TOKFMT ": src size %llu != %llu bytes of dims %s",
+                  TOK(token), (unsigned long long)src->size, (unsigned long long)bytes,
+                  md__dims_str(crank, cdims, a, sizeof a));
+    goto fail;
+  }
+  if ((st = md__pool_acquire(c->pools, src, MD__POOL_COPY, "copy_from: src", &map)) != MD_NONE) goto fail;
+  if ((st = md__buffer_write_begin(d, b, bytes, &w)) != MD_NONE) {
+    md__fail_prefix(st, "copy_from: token " TOKFMT, TOK(token));
+    goto fail;
+  }
+  char err[256] = "";
+  st = d->be->write(d->bk, NULL, w.st->mem, 0, map.base, bytes, err, sizeof err);
+  if (st != MD_NONE) {
+    md__fail(st, "copy_from: token " TOKFMT ": device write failed: %s", TOK(token), err);
+    goto fail;
+  }
+  md__buffer_write_commit(d, b, &w, crank, cdims);
+  goto done;
+
+fail:
+  /* SPEC 3: any failure of copy_from leaves the buffer uninitialized. */
+  if (w.st) md__buffer_write_abort(d, b, &w);
+  else md__buffer_uninit(b);
+done:
+  if (map.scope) md__mapping_release(&map);
+  md__handle_put(&d->ht, be);
+  md__handle_put(&d->ht, ce);
+  return st;
+}
+
+md_status md__copy_to(md_device *d, md_handle client, md_token token, const md_memory *dst) {
+  md__hentry *ce, *be;
+  md_status st = md__client_get(d, "copy_to", client, &ce);
+  if (st != MD_NONE) return st;
+  st = md__owned_get(d, "copy_to", "token", client, token, MD__KIND_BUFFER, &be);
+  if (st != MD_NONE) {
+    md__handle_put(&d->ht, ce);
+    return st;
+  }
+  md__buffer *b = be->obj;
+  md__client *c = ce->obj;
+  md__mapping map = {0};
+  md__storage *s = NULL;
+  uint64_t logical;
+  char a[64];
+
+  if (!dst) {
+    st = md__fail(MD_INVALID_ARGUMENT, "copy_to: token " TOKFMT ": dst is NULL", TOK(token));
+    goto done;
+  }
+  if ((st = md__pool_validate(dst, MD__POOL_COPY, "copy_to: dst", &logical)) != MD_NONE) goto done;
+  if (!(dst->prot & PROT_WRITE)) {
+    st = md__fail(MD_INVALID_ARGUMENT, "copy_to: dst: pool is not writable (prot %u)", dst->prot);
+    goto done;
+  }
+
+  md__spin_lock(&b->lock);
+  bool scalar = md__type_is_scalar(b->type);
+  bool known = scalar || md__dims_known(b->cur_rank, b->cur_dims);
+  uint64_t bytes = scalar ? md_operand_type_size(b->type) : md__type_bytes(b->type, b->cur_rank, b->cur_dims);
+  uint32_t rank = b->cur_rank, dims[MD_MAX_RANK];
+  memcpy(dims, b->cur_dims, sizeof dims);
+  md__spin_unlock(&b->lock);
+
+  /* SPEC 3: the size is checked before initialization. */
+#ifndef MD_MUTANT_copy_to_init_first
+  if (known && dst->size != bytes) {
+    st = md__fail(MD_INVALID_ARGUMENT, "copy_to: token " TOKFMT ": dst size %llu != %llu bytes of dims %s",
+                  TOK(token), (unsigned long long)dst->size, (unsigned long long)bytes,
+                  md__dims_str(rank, dims, a, sizeof a));
+    goto done;
+  }
+#endif
+  if ((st = md__buffer_read_begin(b, &s, &rank, dims)) != MD_NONE) {
+    md__fail_prefix(st, "copy_to: token " TOKFMT, TOK(token));
+    goto done;
+  }
+  /* The dims may have changed since the size check (a concurrent write): check again. */
+  bytes = scalar ? md_operand_type_size(b->type) : md__type_bytes(b->type, rank, dims);
+  if (dst->size != bytes) {
+    st = md__fail(MD_INVALID_ARGUMENT, "copy_to: token " TOKFMT ": dst size %llu != %llu bytes of dims %s",
+                  TOK(token), (unsigned long long)dst->size, (unsigned long long)bytes,
+                  md__dims_str(rank, dims, a, sizeof a));
+    goto done;
+  }
+  if (!s || s->capacity < bytes) {
+    st = md__fail(MD_GENERAL_FAILURE, "copy_to: token " TOKFMT ": buffer has no storage of %llu bytes", TOK(token),
+                  (unsigned long long)bytes);
+    goto done;
+  }
+  if ((st = md__pool_acquire(c->pools, dst, MD__POOL_COPY, "copy_to: dst", &map)) != MD_NONE) goto done;
+  char err[256] = "";
+  st = d->be->read(d->bk, NULL, map.base, s->mem, 0, bytes, err, sizeof err);
+  if (st != MD_NONE) md__fail(st, "copy_to: token " TOKFMT ": device read failed: %s", TOK(token), err);
+
+done:
+  md__storage_put(d, s);
+  if (map.scope) md__mapping_release(&map);
+  md__handle_put(&d->ht, be);
+  md__handle_put(&d->ht, ce);
+  return st;
+}
+
+md_status md__free_buffer(md_device *d, md_handle client, md_token token) {
+  md__hentry *ce, *be;
+  md_status st = md__client_get(d, "free_buffer", client, &ce);
+  if (st != MD_NONE) return st;
+  st = md__owned_get(d, "free_buffer", "token", client, token, MD__KIND_BUFFER, &be);
+  if (st == MD_NONE) {
+    /* The token dies now; the memory goes when the last call or execution using it ends. */
+    if (!md__handle_kill(&d->ht, be, token))
+      st = md__fail(MD_INVALID_ARGUMENT, "free_buffer: token " TOKFMT ": was already released", TOK(token));
+    md__handle_put(&d->ht, be);
+  }
+  md__handle_put(&d->ht, ce);
+  return st;
+}

@@ -1,0 +1,362 @@
+/* device.c - the reference driver's md_driver table: devices, clients, prepared models. */
+#include "device.h"
+
+#include <sodium.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "runtime_int.h"
+
+/* ---- handle lookups shared by every entry point ---- */
+
+md_status md__client_get(md_device *d, const char *fn, md_handle client, md__hentry **out) {
+  md__hentry *e = md__handle_get(&d->ht, client, MD__KIND_CLIENT);
+  if (!e)
+    return md__fail(MD_INVALID_ARGUMENT, "%s: client 0x%016llx: %s", fn, (unsigned long long)client,
+                    md__handle_why(&d->ht, client, MD__KIND_CLIENT));
+  *out = e;
+  return MD_NONE;
+}
+
+md_status md__owned_get(md_device *d, const char *fn, const char *what, md_handle client,
+                        md_handle h, md__kind kind, md__hentry **out) {
+  md__hentry *e = md__handle_get(&d->ht, h, kind);
+  if (!e)
+    return md__fail(MD_INVALID_ARGUMENT, "%s: %s 0x%016llx: %s", fn, what, (unsigned long long)h,
+                    md__handle_why(&d->ht, h, kind));
+#ifndef MD_MUTANT_token_unbound
+  if (e->owner != client) {
+    md__handle_put(&d->ht, e);
+    return md__fail(MD_INVALID_ARGUMENT, "%s: %s 0x%016llx: belongs to another client", fn, what,
+                    (unsigned long long)h);
+  }
+#endif
+  *out = e;
+  return MD_NONE;
+}
+
+/* The handle table's destroy callback: the last reference to an object went. */
+static void destroy_object(void *ctx, md__hentry *e) {
+  md_device *d = ctx;
+  switch ((md__kind)atomic_load_explicit(&e->kind, memory_order_relaxed)) {
+    case MD__KIND_CLIENT: {
+      md__client *c = e->obj;
+      md__pool_cache_destroy(c->pools);
+      free(c);
+      break;
+    }
+    case MD__KIND_PREPARED: md__prepared_destroy(d, e->obj); break;
+    case MD__KIND_BUFFER: md__buffer_destroy(d, e->obj); break;
+    case MD__KIND_EVENT: md__event_destroy(d, e->obj); break;
+  }
+}
+
+/* ---- device ---- */
+
+static md_status open_device(const char *config, md_device **out) {
+  if (!out) return md__fail(MD_INVALID_ARGUMENT, "open_device: out is NULL");
+  *out = NULL;
+  if (sodium_init() < 0) return md__fail(MD_GENERAL_FAILURE, "open_device: libsodium failed to initialise");
+  md_device *d = calloc(1, sizeof *d);
+  if (!d) return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "open_device: out of memory");
+  md_status st = md__config_parse(config, &d->cfg);
+  if (st == MD_NONE) st = md__backend_open(d);
+  if (st != MD_NONE) {
+    free(d);
+    return st;
+  }
+  uint8_t key[crypto_shorthash_KEYBYTES];
+  if (d->cfg.has_seed) {
+    /* A seed makes handle values reproducible run to run (for traces and fuzzing). */
+    uint8_t seed_bytes[8];
+    memcpy(seed_bytes, &d->cfg.seed, sizeof seed_bytes);
+    crypto_generichash(key, sizeof key, seed_bytes, sizeof seed_bytes,
+                       (const uint8_t *)"md-handle-key", 13);
+  } else {
+    randombytes_buf(key, sizeof key);
+  }
+  md__htable_init(&d->ht, key, destroy_object, d);
+  pthread_mutex_init(&d->q_lock, NULL);
+  pthread_cond_init(&d->q_cond, NULL);
+  pthread_cond_init(&d->idle_cond, NULL);
+  *out = d;
+  return MD_NONE;
+}
+
+static void kill_entry(md__hentry *e, void *arg) {
+  md_device *d = arg;
+  md__handle_kill(&d->ht, e, atomic_load(&e->handle));
+}
+
+static void close_device(md_device *d) {
+  if (!d) return;
+  /* Kill every handle (so nothing new starts), let async executions finish, then the last
+   * references go and the objects are destroyed before the backend closes. */
+  md__htable_foreach(&d->ht, kill_entry, d);
+  md__executor_stop(d);
+  md__htable_fini(&d->ht);
+  d->be->close(d->bk);
+  pthread_mutex_destroy(&d->q_lock);
+  pthread_cond_destroy(&d->q_cond);
+  pthread_cond_destroy(&d->idle_cond);
+  free(d);
+}
+
+static md_status get_capabilities(md_device *d, md_capabilities *out) {
+  if (!d || !out) return md__fail(MD_INVALID_ARGUMENT, "get_capabilities: %s is NULL", d ? "out" : "device");
+  /* struct_size: what the caller's struct holds (0: the v1 size). We fill what both know. */
+  size_t n = out->struct_size ? out->struct_size : sizeof *out;
+  if (n > sizeof *out) n = sizeof *out;
+  if (n < offsetof(md_capabilities, backend))
+    return md__fail(MD_INVALID_ARGUMENT, "get_capabilities: struct_size %u is smaller than v1's fixed fields", out->struct_size);
+  md_capabilities c;
+  memset(&c, 0, sizeof c);
+  c.struct_size = (uint32_t)n;
+  c.supports_memory_domains = 1;
+  c.max_buffer_bytes = d->info.max_alloc ? d->info.max_alloc : d->info.mem_total;
+  snprintf(c.backend, sizeof c.backend, "%s", d->backend);
+  snprintf(c.device_name, sizeof c.device_name, "%s", d->info.device_name);
+  memcpy(out, &c, n);
+  return MD_NONE;
+}
+
+static md_status get_supported_operations(md_device *d, const md_model *m, uint8_t *supported) {
+  if (!d || !m || !supported)
+    return md__fail(MD_INVALID_ARGUMENT, "get_supported_operations: %s is NULL", !d ? "device" : !m ? "model" : "supported");
+  md_status st = md__model_supported(m, d->platform, supported);
+  return st == MD_NONE ? st : md__fail_prefix(st, "get_supported_operations");
+}
+
+/* ---- clients ---- */
+
+static md_status open_client(md_device *d, md_handle *out) {
+  if (!d || !out) return md__fail(MD_INVALID_ARGUMENT, "open_client: %s is NULL", d ? "client" : "device");
+  md__client *c = calloc(1, sizeof *c);
+  if (!c) return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "open_client: out of memory");
+  md_status st = md__pool_cache_create(64, &c->pools);
+  if (st != MD_NONE) {
+    free(c);
+    return md__fail(st, "open_client: cannot create the pool cache");
+  }
+  st = md__handle_issue(&d->ht, MD__KIND_CLIENT, 0, c, out, NULL);
+  if (st != MD_NONE) {
+    md__pool_cache_destroy(c->pools);
+    free(c);
+    return md__fail(st, "open_client: too many live handles");
+  }
+  return MD_NONE;
+}
+
+typedef struct close_ctx {
+  md_device *d;
+  md_handle client;
+  md_leak_report rep;
+} close_ctx;
+
+static void release_owned(md__hentry *e, void *arg) {
+  close_ctx *c = arg;
+  if (e->owner != c->client) return;
+  md_handle h = atomic_load(&e->handle);
+  uint64_t bytes = 0;
+  md__kind kind = (md__kind)atomic_load_explicit(&e->kind, memory_order_relaxed);
+  if (kind == MD__KIND_BUFFER) bytes = md__buffer_bytes(e->obj);
+  if (!md__handle_kill(&c->d->ht, e, h)) return;   /* released concurrently: not a leak */
+  switch (kind) {
+    case MD__KIND_BUFFER: c->rep.buffers++; c->rep.bytes += bytes; break;
+    case MD__KIND_PREPARED: c->rep.prepared_models++; break;
+    case MD__KIND_EVENT: c->rep.events++; break;
+    case MD__KIND_CLIENT: break;
+  }
+}
+
+static md_status close_client(md_device *d, md_handle client, md_leak_report *leaks) {
+  if (!d) return md__fail(MD_INVALID_ARGUMENT, "close_client: device is NULL");
+  md__hentry *ce;
+  md_status st = md__client_get(d, "close_client", client, &ce);
+  if (st != MD_NONE) return st;
+  /* Killing the client first makes every new call with it fail; calls already past the
+   * client lookup that create objects re-check it after issuing them (see md__allocate),
+   * so the sweep below and those calls between them leave nothing behind. */
+  if (!md__handle_kill(&d->ht, ce, client)) {
+    md__handle_put(&d->ht, ce);
+    return md__fail(MD_INVALID_ARGUMENT, "close_client: client 0x%016llx: was already released",
+                    (unsigned long long)client);
+  }
+  close_ctx c = {.d = d, .client = client};
+  md__htable_foreach(&d->ht, release_owned, &c);
+#ifdef MD_MUTANT_leak_report_wrong
+  c.rep.buffers = 0;
+#endif
+  if (leaks) *leaks = c.rep;
+  md__handle_put(&d->ht, ce);
+  return MD_NONE;
+}
+
+/* ---- prepared models ---- */
+
+void md__prepared_destroy(md_device *d, md__prepared *p) {
+  if (p->dev_const) {
+    for (uint32_t i = 0; i < p->model->n_operands; i++)
+      if (p->dev_const[i]) d->be->free(d->bk, p->dev_const[i]);
+    free(p->dev_const);
+  }
+  md__model_free(p->model);
+  free(p);
+}
+
+/* Constant tensors the kernels read from device memory are uploaded once, at prepare. */
+static md_status upload_constants(md_device *d, md__prepared *p) {
+  md__model *m = p->model;
+  p->dev_const = calloc(m->n_operands ? m->n_operands : 1, sizeof *p->dev_const);
+  if (!p->dev_const) return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "prepare_model: out of memory");
+  for (uint32_t i = 0; i < m->n_operands; i++) {
+    md__operand *o = &m->operands[i];
+    if ((o->lifetime != MD_CONSTANT_COPY && o->lifetime != MD_CONSTANT_REFERENCE) ||
+        md__type_is_scalar(o->type) || o->type == MD_TENSOR_INT32 || o->length == 0)
+      continue;
+    md_status st = d->be->alloc(d->bk, o->length, &p->dev_const[i]);
+    if (st != MD_NONE)
+      return md__fail(st, "prepare_model: operand %u: cannot allocate %llu bytes of device memory for the constant",
+                      i, (unsigned long long)o->length);
+    p->dev_bytes += o->length;
+    char err[256] = "";
+    st = d->be->write(d->bk, NULL, p->dev_const[i], 0, o->value, o->length, err, sizeof err);
+    if (st != MD_NONE) return md__fail(st, "prepare_model: operand %u: uploading the constant: %s", i, err);
+  }
+  return MD_NONE;
+}
+
+md_status md__prepare_model(md_device *d, md_handle client, const md_model *model, md_handle *out) {
+  if (!d || !model || !out)
+    return md__fail(MD_INVALID_ARGUMENT, "prepare_model: %s is NULL", !d ? "device" : !model ? "model" : "prepared");
+  *out = 0;
+  md__hentry *ce;
+  md_status st = md__client_get(d, "prepare_model", client, &ce);
+  if (st != MD_NONE) return st;
+  md__client *c = ce->obj;
+  md__prepared *p = calloc(1, sizeof *p);
+  if (!p) {
+    md__handle_put(&d->ht, ce);
+    return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "prepare_model: out of memory");
+  }
+  st = md__model_build(model, d->platform, c->pools, &p->model);
+  if (st != MD_NONE) {
+    md__fail_prefix(st, "prepare_model");
+    free(p);
+  } else if ((st = upload_constants(d, p)) != MD_NONE) {
+    md__prepared_destroy(d, p);
+  } else {
+    md__hentry *pe;
+    st = md__handle_issue(&d->ht, MD__KIND_PREPARED, client, p, out, &pe);
+    if (st != MD_NONE) {
+      md__prepared_destroy(d, p);
+      md__fail(st, "prepare_model: too many live handles");
+    } else if (atomic_load(&ce->handle) != client) {
+      /* close_client ran meanwhile and may have missed this one: undo it. */
+      md__handle_kill(&d->ht, pe, *out);
+      *out = 0;
+      st = md__fail(MD_INVALID_ARGUMENT, "prepare_model: client 0x%016llx was closed during the call",
+                    (unsigned long long)client);
+    }
+  }
+  md__handle_put(&d->ht, ce);
+  return st;
+}
+
+static md_status release_prepared_model(md_device *d, md_handle client, md_handle prepared) {
+  if (!d) return md__fail(MD_INVALID_ARGUMENT, "release_prepared_model: device is NULL");
+  md__hentry *ce, *pe;
+  md_status st = md__client_get(d, "release_prepared_model", client, &ce);
+  if (st != MD_NONE) return st;
+  st = md__owned_get(d, "release_prepared_model", "prepared model", client, prepared, MD__KIND_PREPARED, &pe);
+  if (st == MD_NONE) {
+    if (!md__handle_kill(&d->ht, pe, prepared))
+      st = md__fail(MD_INVALID_ARGUMENT, "release_prepared_model: prepared model 0x%016llx: was already released",
+                    (unsigned long long)prepared);
+    md__handle_put(&d->ht, pe);
+  }
+  md__handle_put(&d->ht, ce);
+  return st;
+}
+
+static const char *last_error(md_device *d) {
+  (void)d;
+  return md__last_error();
+}
+
+/* Entry points that take a device check it here, so the implementations may assume one. */
+#define NEED_DEVICE(fn)                                                      \
+  if (!d) return md__fail(MD_INVALID_ARGUMENT, fn ": device is NULL")
+
+static md_status allocate(md_device *d, md_handle client, const md_buffer_desc *desc, const md_handle *prepared,
+                          uint32_t n_prepared, const md_buffer_role *in, uint32_t n_in,
+                          const md_buffer_role *outr, uint32_t n_out, md_token *token) {
+  NEED_DEVICE("allocate");
+  return md__allocate(d, client, desc, prepared, n_prepared, in, n_in, outr, n_out, token);
+}
+static md_status copy_to(md_device *d, md_handle client, md_token src, const md_memory *dst) {
+  NEED_DEVICE("copy_to");
+  return md__copy_to(d, client, src, dst);
+}
+static md_status copy_from(md_device *d, md_handle client, md_token dst, const md_memory *src, uint32_t rank,
+                           const uint32_t *dims) {
+  NEED_DEVICE("copy_from");
+  return md__copy_from(d, client, dst, src, rank, dims);
+}
+static md_status free_buffer(md_device *d, md_handle client, md_token t) {
+  NEED_DEVICE("free_buffer");
+  return md__free_buffer(d, client, t);
+}
+static md_status prepare_model(md_device *d, md_handle client, const md_model *m, md_handle *out) {
+  NEED_DEVICE("prepare_model");
+  return md__prepare_model(d, client, m, out);
+}
+static md_status execute(md_device *d, md_handle client, md_handle prepared, const md_request *r,
+                         md_output_shape *shapes, uint32_t n_shapes, md_timing *timing) {
+  NEED_DEVICE("execute");
+  return md__execute(d, client, prepared, r, shapes, n_shapes, timing);
+}
+static md_status execute_async(md_device *d, md_handle client, md_handle prepared, const md_request *r,
+                               md_handle *event) {
+  NEED_DEVICE("execute_async");
+  return md__execute_async(d, client, prepared, r, event);
+}
+static md_status wait_event(md_device *d, md_handle client, md_handle event, uint64_t timeout_ns,
+                            md_output_shape *shapes, uint32_t n_shapes, md_timing *timing) {
+  NEED_DEVICE("wait_event");
+  return md__wait_event(d, client, event, timeout_ns, shapes, n_shapes, timing);
+}
+
+#ifdef MD_MUTANT
+#define MD_DRIVER_NAME "mdc-reference-mutant"
+#else
+#define MD_DRIVER_NAME "mdc-reference"
+#endif
+
+static const md_driver table = {
+    .abi_version = MD_DRIVER_ABI_VERSION,
+    .struct_size = sizeof(md_driver),
+    .name = MD_DRIVER_NAME,
+    .version = "0.1.0",
+    .open_device = open_device,
+    .close_device = close_device,
+    .get_capabilities = get_capabilities,
+    .get_supported_operations = get_supported_operations,
+    .open_client = open_client,
+    .close_client = close_client,
+    .prepare_model = prepare_model,
+    .release_prepared_model = release_prepared_model,
+    .allocate = allocate,
+    .copy_to = copy_to,
+    .copy_from = copy_from,
+    .free_buffer = free_buffer,
+    .execute = execute,
+    .execute_async = execute_async,
+    .wait_event = wait_event,
+    .last_error = last_error,
+};
+
+const md_driver *md__driver_table(void) { return &table; }

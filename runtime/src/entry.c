@@ -1,4 +1,6 @@
 /* entry.c - the one symbol libmd_driver.so exists to export. */
+#include <stddef.h>
+
 #include "device.h"
 
 const md_driver *md_driver_entry(uint32_t abi_version) {

@@ -20,13 +20,14 @@ md_status md__fail(md_status st, const char *fmt, ...) {
 }
 
 md_status md__fail_prefix(md_status st, const char *fmt, ...) {
-  char prefix[MD__ERROR_MAX], old[MD__ERROR_MAX];
+  char old[MD__ERROR_MAX];
+  memcpy(old, last, sizeof old);
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(prefix, sizeof prefix, fmt, ap);
+  int n = vsnprintf(last, sizeof last, fmt, ap);
   va_end(ap);
-  memcpy(old, last, sizeof old);
-  snprintf(last, sizeof last, "%s: %s", prefix, old);
+  /* Append ": <old message>" after the prefix, truncating at the buffer's end. */
+  if (n >= 0 && (size_t)n < sizeof last) snprintf(last + n, sizeof last - (size_t)n, ": %s", old);
   return st;
 }
 

@@ -1,0 +1,834 @@
+/* execute.c - executions (SPEC section 4): request validation, running a prepared model's
+ * operations through the kernel registry on the device's backend, output shapes, and
+ * asynchronous executions with events.
+ *
+ * An execution holds references on everything it uses (client, prepared model, buffers, their
+ * storage, pool mappings) from validation to its end, so free_buffer, release and
+ * close_client may run at any time: handles die at once, memory goes when it ends. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "error.h"
+#include "kernels/kernel_ctx.h"
+#include "runtime_int.h"
+
+#define TOKFMT "0x%016llx"
+#define TOK(t) ((unsigned long long)(t))
+
+enum { ARG_NONE = 0, ARG_POOL = 1, ARG_TOKEN = 2 };
+
+typedef struct io_arg {
+  uint8_t kind;
+  uint32_t pool;
+  uint64_t offset, length;   /* pool args; length: capacity for outputs */
+  bool whole;                /* a non-BLOB hardware buffer: the whole mapping is the argument */
+  uint32_t rank;             /* requested dims: model dims combined with the argument's */
+  uint32_t dims[MD_MAX_RANK];
+  md__buffer *buf;           /* token args */
+  md__storage *rd;           /* token inputs: storage held for reading */
+} io_arg;
+
+/* Per operand, while an execution runs. */
+typedef struct opnd_state {
+  uint32_t rank;
+  uint32_t dims[MD_MAX_RANK];
+  bool has_value;
+  bool host;                 /* a parameter: host memory */
+  bool own_dev, own_host;    /* temporaries this execution frees */
+  md_devptr dev;
+  uint64_t dev_off;
+  void *hptr;
+  uint64_t bytes;
+  md__write w;               /* a token output being written */
+  int w_out;                 /* its output index, or -1 */
+} opnd_state;
+
+struct md__event {
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  bool done;
+  md_status status;
+  char message[MD__ERROR_MAX];
+  uint32_t n_shapes;
+  md_output_shape *shapes;
+  md_timing timing;
+};
+
+struct md__exec {
+  md__exec *next;
+  md_device *d;
+  md_handle client, prepared;
+  md__hentry *ce, *pe, *ee;
+  md__prepared *p;
+  const md_request *req;     /* the caller's; valid only during validation */
+  uint32_t n_in, n_out, n_pools;
+  io_arg *in, *out;
+  md__mapping *maps;         /* per request pool; scope NULL for token pools */
+  md__hentry **tok;          /* per request pool: the buffer's entry, or NULL */
+  md_output_shape *shapes;   /* n_out */
+  md_timing timing;
+};
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static bool is_param(md_operand_type t) { return md__type_is_scalar(t) || t == MD_TENSOR_INT32; }
+
+static uint64_t opnd_bytes(md_operand_type t, uint32_t rank, const uint32_t *dims) {
+  return md__type_is_scalar(t) ? md_operand_type_size(t) : md__type_bytes(t, rank, dims);
+}
+
+/* ---- lifetime of an md__exec ---- */
+
+static void exec_free(md__exec *x) {
+  md_device *d = x->d;
+  for (uint32_t i = 0; i < x->n_in; i++) md__storage_put(d, x->in ? x->in[i].rd : NULL);
+  for (uint32_t i = 0; i < x->n_pools; i++) {
+    if (x->maps && x->maps[i].scope) md__mapping_release(&x->maps[i]);
+    if (x->tok && x->tok[i]) md__handle_put(&d->ht, x->tok[i]);
+  }
+  if (x->ee) md__handle_put(&d->ht, x->ee);
+  if (x->pe) md__handle_put(&d->ht, x->pe);
+  if (x->ce) md__handle_put(&d->ht, x->ce);
+  free(x->in);
+  free(x->out);
+  free(x->maps);
+  free(x->tok);
+  free(x->shapes);
+  free(x);
+}
+
+/* ---- validation ---- */
+
+static md_status check_arg(md__exec *x, const char *fn, const md_request_arg *a, uint32_t is_out, uint32_t i,
+                           const uint64_t *pool_size, io_arg *out) {
+  const md__model *m = x->p->model;
+  const md__operand *o = &m->operands[is_out ? m->outputs[i] : m->inputs[i]];
+  const char *io = is_out ? "output" : "input";
+  char s1[64], s2[64];
+  if (a->has_no_value) {
+    out->kind = ARG_NONE;
+    return MD_NONE;
+  }
+  if (a->pool >= x->n_pools)
+    return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: pool %u is out of range (%u pools)", fn, io, i, a->pool, x->n_pools);
+  if (a->rank > MD_MAX_RANK || (a->rank && !a->dims))
+    return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: rank %u %s", fn, io, i, a->rank,
+                    a->rank > MD_MAX_RANK ? "exceeds MD_MAX_RANK (8)" : "has NULL dims");
+  if (a->rank && md__type_is_scalar(o->type))
+    return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: a scalar takes no dims (rank %u)", fn, io, i, a->rank);
+  out->pool = a->pool;
+  uint32_t axis;
+  if (md__dims_combine(o->rank, o->dims, a->rank, a->dims, &out->rank, out->dims, &axis))
+    return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: dims %s do not combine with the model's %s", fn, io, i,
+                    md__dims_str(a->rank, a->dims, s1, sizeof s1), md__dims_str(o->rank, o->dims, s2, sizeof s2));
+
+  md__hentry *te = x->tok[a->pool];
+  if (te) {
+    md__buffer *b = te->obj;
+    md_token t = x->req->pools[a->pool].token;
+    out->kind = ARG_TOKEN;
+    out->buf = b;
+    if (a->offset || a->length)
+      return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: token " TOKFMT ": offset %llu and length %llu must be 0", fn, io,
+                      i, TOK(t), (unsigned long long)a->offset, (unsigned long long)a->length);
+    if (!md__buffer_has_role(b, x->prepared, is_out, i))
+      return md__fail(MD_INVALID_ARGUMENT,
+                      "%s: %s %u: token " TOKFMT " was not allocated for this role (prepared model 0x%016llx, %s %u)",
+                      fn, io, i, TOK(t), (unsigned long long)x->prepared, io, i);
+    /* Inputs combine with what the buffer holds now, outputs with what it may ever hold. */
+    uint32_t brank, bdims[MD_MAX_RANK];
+    md__spin_lock(&b->lock);
+    brank = is_out ? b->init_rank : b->cur_rank;
+    memcpy(bdims, is_out ? b->init_dims : b->cur_dims, sizeof bdims);
+    md__spin_unlock(&b->lock);
+    if (md__dims_combine(out->rank, out->dims, brank, bdims, &out->rank, out->dims, &axis))
+      return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: token " TOKFMT ": dims %s do not combine with the buffer's %s",
+                      fn, io, i, TOK(t), md__dims_str(out->rank, out->dims, s1, sizeof s1),
+                      md__dims_str(brank, bdims, s2, sizeof s2));
+    return MD_NONE;
+  }
+
+  const md_memory *mem = &x->req->pools[a->pool].memory;
+  out->kind = ARG_POOL;
+  out->offset = a->offset;
+  out->length = a->length;
+  uint32_t need_prot = is_out ? PROT_WRITE : PROT_READ;
+  if (!(mem->prot & need_prot))
+    return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: pool %u is not %s (prot %u)", fn, io, i, a->pool,
+                    is_out ? "writable" : "readable", mem->prot);
+  uint64_t size = pool_size[a->pool];
+  if (mem->kind == MD_MEM_HARDWARE_BUFFER) {
+    /* Non-BLOB hardware buffers have no logical size: the argument is the whole buffer. */
+    if (a->offset || a->length)
+      return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: pool %u is a non-BLOB hardware buffer: offset and length must be 0",
+                      fn, io, i, a->pool);
+    out->whole = true;
+  } else if (a->offset > size || a->length > size - a->offset) {
+    return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: offset %llu + length %llu is past the end of pool %u (%llu bytes)",
+                    fn, io, i, (unsigned long long)a->offset, (unsigned long long)a->length, a->pool,
+                    (unsigned long long)size);
+  }
+  bool known = md__type_is_scalar(o->type) || md__dims_known(out->rank, out->dims);
+  uint64_t bytes = known ? opnd_bytes(o->type, out->rank, out->dims) : 0;
+  if (!is_out && !known)
+    return md__fail(MD_INVALID_ARGUMENT, "%s: input %u: dims %s are not fully known", fn, i,
+                    md__dims_str(out->rank, out->dims, s1, sizeof s1));
+  if (mem->kind != MD_MEM_HARDWARE_BUFFER && known && (a->length || !is_out) && a->length != bytes)
+    return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: length %llu != %llu bytes of dims %s", fn, io, i,
+                    (unsigned long long)a->length, (unsigned long long)bytes,
+                    md__dims_str(out->rank, out->dims, s1, sizeof s1));
+  return MD_NONE;
+}
+
+/* Validates the request and takes everything the execution needs. On failure everything is
+ * released and *out is NULL. */
+static md_status exec_create(md_device *d, const char *fn, md_handle client, md_handle prepared,
+                             const md_request *req, md__exec **out) {
+  *out = NULL;
+  md__exec *x = calloc(1, sizeof *x);
+  if (!x) return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "%s: out of memory", fn);
+  x->d = d;
+  x->client = client;
+  x->prepared = prepared;
+  md_status st = md__client_get(d, fn, client, &x->ce);
+  if (st != MD_NONE) goto fail;
+  st = md__owned_get(d, fn, "prepared model", client, prepared, MD__KIND_PREPARED, &x->pe);
+  if (st != MD_NONE) goto fail;
+  x->p = x->pe->obj;
+  const md__model *m = x->p->model;
+  if (!req) {
+    st = md__fail(MD_INVALID_ARGUMENT, "%s: request is NULL", fn);
+    goto fail;
+  }
+  x->req = req;
+  if (req->n_inputs != m->n_inputs || req->n_outputs != m->n_outputs) {
+    st = md__fail(MD_INVALID_ARGUMENT, "%s: request has %u inputs and %u outputs, the model %u and %u", fn,
+                  req->n_inputs, req->n_outputs, m->n_inputs, m->n_outputs);
+    goto fail;
+  }
+  if ((req->n_inputs && !req->inputs) || (req->n_outputs && !req->outputs) || (req->n_pools && !req->pools)) {
+    st = md__fail(MD_INVALID_ARGUMENT, "%s: request %s is NULL with a non-zero count", fn,
+                  req->n_inputs && !req->inputs ? "inputs" : req->n_outputs && !req->outputs ? "outputs" : "pools");
+    goto fail;
+  }
+  x->n_in = m->n_inputs;
+  x->n_out = m->n_outputs;
+  x->n_pools = req->n_pools;
+  x->in = calloc(x->n_in + 1, sizeof *x->in);
+  x->out = calloc(x->n_out + 1, sizeof *x->out);
+  x->maps = calloc(x->n_pools + 1, sizeof *x->maps);
+  x->tok = calloc(x->n_pools + 1, sizeof *x->tok);
+  x->shapes = calloc(x->n_out + 1, sizeof *x->shapes);
+  uint64_t *pool_size = calloc(x->n_pools + 1, sizeof *pool_size);
+  if (!x->in || !x->out || !x->maps || !x->tok || !x->shapes || !pool_size) {
+    free(pool_size);
+    st = md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "%s: out of memory", fn);
+    goto fail;
+  }
+
+  /* Pools: tokens valid for this client, memories valid. */
+  for (uint32_t i = 0; i < x->n_pools && st == MD_NONE; i++) {
+    const md_request_pool *rp = &req->pools[i];
+    char what[48];
+    if (rp->is_token) {
+      snprintf(what, sizeof what, "pool %u: token", i);
+      st = md__owned_get(d, fn, what, client, rp->token, MD__KIND_BUFFER, &x->tok[i]);
+    } else {
+      snprintf(what, sizeof what, "%s: request pool %u", fn, i);
+      st = md__pool_validate(&rp->memory, MD__POOL_IO, what, &pool_size[i]);
+    }
+  }
+  /* Arguments: counts, dims, bounds, roles. */
+  for (uint32_t i = 0; i < x->n_in && st == MD_NONE; i++)
+    st = check_arg(x, fn, &req->inputs[i], 0, i, pool_size, &x->in[i]);
+  for (uint32_t i = 0; i < x->n_out && st == MD_NONE; i++)
+    st = check_arg(x, fn, &req->outputs[i], 1, i, pool_size, &x->out[i]);
+  free(pool_size);
+  if (st != MD_NONE) goto fail;
+
+#ifndef MD_MUTANT_output_alias_unchecked
+  /* A token written by this request is used nowhere else in it. */
+  for (uint32_t i = 0; i < x->n_out; i++) {
+    if (x->out[i].kind != ARG_TOKEN) continue;
+    md_token t = req->pools[x->out[i].pool].token;
+    for (uint32_t j = 0; j < x->n_in + x->n_out; j++) {
+      const io_arg *o = j < x->n_in ? &x->in[j] : &x->out[j - x->n_in];
+      if (o == &x->out[i] || o->kind != ARG_TOKEN || req->pools[o->pool].token != t) continue;
+      st = md__fail(MD_INVALID_ARGUMENT, "%s: output %u: token " TOKFMT " is also %s %u of the request", fn, i, TOK(t),
+                    j < x->n_in ? "input" : "output", j < x->n_in ? j : j - x->n_in);
+      goto fail;
+    }
+  }
+#endif
+
+  /* Inputs must be initialized: after every INVALID_ARGUMENT check (the role comes first). */
+  for (uint32_t i = 0; i < x->n_in; i++) {
+    io_arg *a = &x->in[i];
+    if (a->kind != ARG_TOKEN) continue;
+#ifdef MD_MUTANT_init_unchecked
+    md__spin_lock(&a->buf->lock);
+    a->rd = a->buf->st;
+    if (a->rd) md__ref_get(&a->rd->ref);
+    md__spin_unlock(&a->buf->lock);
+    if (!a->rd) {
+      st = md__fail(MD_GENERAL_FAILURE, "%s: input %u: buffer has no storage", fn, i);
+      goto fail;
+    }
+    continue;
+#endif
+    uint32_t rank, dims[MD_MAX_RANK], axis;
+    st = md__buffer_read_begin(a->buf, &a->rd, &rank, dims);
+    if (st != MD_NONE) {
+      md__fail_prefix(st, "%s: input %u: token " TOKFMT, fn, i, TOK(req->pools[a->pool].token));
+      goto fail;
+    }
+    if (md__dims_combine(a->rank, a->dims, rank, dims, &a->rank, a->dims, &axis)) {
+      st = md__fail(MD_INVALID_ARGUMENT, "%s: input %u: the buffer's dims changed during the call", fn, i);
+      goto fail;
+    }
+  }
+
+  /* Map the memory pools last: a pool that cannot be mapped is GENERAL_FAILURE. */
+  md__client *c = x->ce->obj;
+  for (uint32_t i = 0; i < x->n_pools; i++) {
+    if (req->pools[i].is_token) continue;
+    char what[48];
+    snprintf(what, sizeof what, "%s: request pool %u", fn, i);
+    st = md__pool_acquire(c->pools, &req->pools[i].memory, MD__POOL_IO, what, &x->maps[i]);
+    if (st != MD_NONE) goto fail;
+  }
+  x->req = NULL;
+  *out = x;
+  return MD_NONE;
+
+fail:
+  /* SPEC 4: a failed execution leaves every device output of the request uninitialized, also
+   * when it fails before running (the outputs whose tokens were already resolved). */
+#ifndef MD_MUTANT_no_deinit
+  if (req && x->tok && req->outputs)
+    for (uint32_t i = 0; i < req->n_outputs; i++) {
+      const md_request_arg *a = &req->outputs[i];
+      if (!a->has_no_value && a->pool < x->n_pools && x->tok[a->pool]) md__buffer_uninit(x->tok[a->pool]->obj);
+    }
+#endif
+  exec_free(x);
+  return st;
+}
+
+/* ---- running ---- */
+
+static void *dev_addr(md_device *d, const opnd_state *s) {
+  return (uint8_t *)d->be->kernel_ptr(d->bk, s->dev) + s->dev_off;
+}
+
+/* Every device output of the request becomes uninitialized (SPEC 4: failures). */
+static void deinit_device_outputs(md__exec *x, opnd_state *os) {
+  const md__model *m = x->p->model;
+  for (uint32_t i = 0; i < x->n_out; i++) {
+    if (x->out[i].kind != ARG_TOKEN) continue;
+#ifndef MD_MUTANT_no_deinit
+    opnd_state *s = &os[m->outputs[i]];
+    if (s->w.st) md__buffer_write_abort(x->d, x->out[i].buf, &s->w);
+    else md__buffer_uninit(x->out[i].buf);
+#else
+    opnd_state *s = &os[m->outputs[i]];
+    if (s->w.st) md__buffer_write_commit(x->d, x->out[i].buf, &s->w, x->out[i].buf->cur_rank, x->out[i].buf->cur_dims);
+#endif
+  }
+}
+
+static md_status bind_inputs(md__exec *x, opnd_state *os) {
+  md_device *d = x->d;
+  const md__model *m = x->p->model;
+  char err[256];
+  for (uint32_t i = 0; i < m->n_operands; i++) {
+    const md__operand *o = &m->operands[i];
+    opnd_state *s = &os[i];
+    s->w_out = -1;
+    s->host = is_param(o->type);
+    if (o->lifetime == MD_CONSTANT_COPY || o->lifetime == MD_CONSTANT_REFERENCE) {
+      s->rank = o->rank;
+      memcpy(s->dims, o->dims, sizeof s->dims);
+      s->has_value = true;
+      s->bytes = o->length;
+      if (s->host) s->hptr = (void *)o->value;
+      else s->dev = x->p->dev_const[i];
+    }
+  }
+  for (uint32_t i = 0; i < x->n_in; i++) {
+    const io_arg *a = &x->in[i];
+    const md__operand *o = &m->operands[m->inputs[i]];
+    opnd_state *s = &os[m->inputs[i]];
+    if (a->kind == ARG_NONE) continue;
+    s->has_value = true;
+    s->rank = a->rank;
+    memcpy(s->dims, a->dims, sizeof s->dims);
+    s->bytes = opnd_bytes(o->type, a->rank, a->dims);
+    if (a->kind == ARG_POOL) {
+      uint8_t *src = x->maps[a->pool].base + a->offset;
+      if (x->maps[a->pool].size - a->offset < s->bytes)
+        return md__fail(MD_INVALID_ARGUMENT, "input %u: %llu bytes do not fit in pool %u", i,
+                        (unsigned long long)s->bytes, a->pool);
+      if (s->host) {
+        s->hptr = src;
+        continue;
+      }
+      md_status st = d->be->alloc(d->bk, s->bytes, &s->dev);
+      if (st != MD_NONE) return md__fail(st, "input %u: cannot allocate %llu bytes of device memory", i, (unsigned long long)s->bytes);
+      s->own_dev = true;
+      err[0] = '\0';
+      st = d->be->write(d->bk, NULL, s->dev, 0, src, s->bytes, err, sizeof err);
+      if (st != MD_NONE) return md__fail(st, "input %u: copying to the device: %s", i, err);
+    } else {
+      if (a->rd->capacity < s->bytes)
+        return md__fail(MD_GENERAL_FAILURE, "input %u: buffer holds %llu bytes, %llu needed", i,
+                        (unsigned long long)a->rd->capacity, (unsigned long long)s->bytes);
+      if (!s->host) {
+        s->dev = a->rd->mem;
+        continue;
+      }
+      s->hptr = malloc(s->bytes ? s->bytes : 1);
+      if (!s->hptr) return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "input %u: out of host memory", i);
+      s->own_host = true;
+      err[0] = '\0';
+      md_status st = d->be->read(d->bk, NULL, s->hptr, a->rd->mem, 0, s->bytes, err, sizeof err);
+      if (st != MD_NONE) return md__fail(st, "input %u: reading the buffer: %s", i, err);
+    }
+  }
+  return MD_NONE;
+}
+
+static void tensor_of(md_device *d, const md__operand *o, const opnd_state *s, md_tensor *t) {
+  memset(t, 0, sizeof *t);
+  t->type = o->type;
+  t->rank = s->rank;
+  memcpy(t->dims, s->dims, sizeof t->dims);
+  t->scale = o->scale;
+  t->zero_point = o->zero_point;
+  t->bytes = s->bytes;
+  if (!s->has_value) t->data = NULL;
+  else if (s->host) t->data = s->hptr;
+  else t->data = dev_addr(d, s);
+}
+
+/* Computes output dims, places the outputs and runs one operation. */
+static md_status run_op(md__exec *x, opnd_state *os, uint32_t n, uint64_t *dev_ns) {
+  md_device *d = x->d;
+  const md__model *m = x->p->model;
+  const md__operation *op = &m->operations[n];
+  const md_kernel_def *k = op->kernel;
+  md_operand_info info[2 * 64];
+  md_operand_info *ii = op->n_inputs + op->n_outputs <= 128 ? info : malloc((op->n_inputs + op->n_outputs) * sizeof *ii);
+  md_tensor tens[2 * 64];
+  md_tensor *tt = op->n_inputs + op->n_outputs <= 128 ? tens : malloc((op->n_inputs + op->n_outputs) * sizeof *tt);
+  md_tensor_shape shp[16];
+  md_tensor_shape *sh = op->n_outputs <= 16 ? shp : malloc(op->n_outputs * sizeof *sh);
+  md_status st = MD_NONE;
+  md_kernel_status kst;
+  char s1[64], s2[64];
+  if (!ii || !tt || !sh) {
+    st = md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "out of host memory");
+    goto out;
+  }
+  for (uint32_t j = 0; j < op->n_inputs + op->n_outputs; j++) {
+    uint32_t oi = j < op->n_inputs ? op->inputs[j] : op->outputs[j - op->n_inputs];
+    const md__operand *o = &m->operands[oi];
+    const opnd_state *s = &os[oi];
+    md_operand_info *f = &ii[j];
+    memset(f, 0, sizeof *f);
+    f->type = o->type;
+    f->scale = o->scale;
+    f->zero_point = o->zero_point;
+    f->lifetime = o->lifetime;
+    if (j < op->n_inputs) {
+      f->rank = s->has_value ? s->rank : 0;
+      f->dims = s->dims;
+      f->value = s->has_value && s->host ? s->hptr : NULL;
+      f->length = s->has_value ? s->bytes : 0;
+    } else {
+      f->rank = o->rank;
+      f->dims = o->dims;
+    }
+  }
+  md_op_sig sig = {op->n_inputs, ii, op->n_outputs, ii + op->n_inputs, op->n_attrs, op->attrs};
+  memset(&kst, 0, sizeof kst);
+  if (k->shape) {
+    memset(sh, 0, op->n_outputs * sizeof *sh);
+    st = k->shape(&sig, sh, &kst, k->user);
+    if (st != MD_NONE) {
+      /* Inconsistent execution dims or parameters are the request's fault: INVALID_ARGUMENT
+       * passes through (docs/execution.md). */
+      st = md__fail(st, "%s", kst.message[0] ? kst.message : "output shape inference failed");
+      goto out;
+    }
+  } else {
+    for (uint32_t j = 0; j < op->n_outputs; j++) {
+      const md__operand *o = &m->operands[op->outputs[j]];
+      if (!md__type_is_scalar(o->type) && !md__dims_known(o->rank, o->dims)) {
+        st = md__fail(MD_GENERAL_FAILURE, "output %u: kernel has no shape function and the model's dims %s are not fully known",
+                      j, md__dims_str(o->rank, o->dims, s1, sizeof s1));
+        goto out;
+      }
+      sh[j].rank = o->rank;
+      memcpy(sh[j].dims, o->dims, o->rank * sizeof *o->dims);
+    }
+  }
+  /* Place each output: the computed dims must agree with the model and the request. */
+  for (uint32_t j = 0; j < op->n_outputs; j++) {
+    uint32_t oi = op->outputs[j];
+    const md__operand *o = &m->operands[oi];
+    opnd_state *s = &os[oi];
+    uint32_t rank = 0, dims[MD_MAX_RANK], axis;
+    if (md__dims_combine(o->rank, o->dims, sh[j].rank, sh[j].dims, &rank, dims, &axis) ||
+        (!md__type_is_scalar(o->type) && rank != sh[j].rank)) {
+      st = md__fail(MD_GENERAL_FAILURE, "output %u (operand %u): produced dims %s do not match the model's %s", j, oi,
+                    md__dims_str(sh[j].rank, sh[j].dims, s1, sizeof s1), md__dims_str(o->rank, o->dims, s2, sizeof s2));
+      goto out;
+    }
+    s->rank = sh[j].rank;
+    memcpy(s->dims, sh[j].dims, sizeof s->dims);
+    s->bytes = opnd_bytes(o->type, s->rank, s->dims);
+    s->has_value = true;
+    if (s->bytes == UINT64_MAX) {
+      st = md__fail(MD_GENERAL_FAILURE, "output %u (operand %u): dims %s overflow", j, oi, md__dims_str(s->rank, s->dims, s1, sizeof s1));
+      goto out;
+    }
+    if (o->lifetime == MD_SUBGRAPH_OUTPUT) {
+      const io_arg *a = &x->out[o->io_index];
+      if (a->kind != ARG_NONE && md__dims_combine(a->rank, a->dims, s->rank, s->dims, &rank, dims, &axis)) {
+#ifndef MD_MUTANT_fixed_dims_resized
+        st = md__fail(MD_GENERAL_FAILURE, "output %u: produced dims %s do not match the requested %s%s", o->io_index,
+                      md__dims_str(s->rank, s->dims, s1, sizeof s1), md__dims_str(a->rank, a->dims, s2, sizeof s2),
+                      a->kind == ARG_TOKEN ? " (the buffer's dims are fixed)" : "");
+        goto out;
+#endif
+      }
+      if (a->kind == ARG_TOKEN && !s->host) {
+        st = md__buffer_write_begin(d, a->buf, s->bytes, &s->w);
+        if (st != MD_NONE) {
+          md__fail_prefix(st, "output %u", o->io_index);
+          goto out;
+        }
+        s->w_out = (int)o->io_index;
+        s->dev = s->w.st->mem;
+        continue;
+      }
+    }
+    if (s->host) {
+      s->hptr = calloc(1, s->bytes ? s->bytes : 1);
+      if (!s->hptr) {
+        st = md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "operand %u: out of host memory", oi);
+        goto out;
+      }
+      s->own_host = true;
+    } else {
+      st = d->be->alloc(d->bk, s->bytes ? s->bytes : 1, &s->dev);
+      if (st != MD_NONE) {
+        md__fail(st, "operand %u: cannot allocate %llu bytes of device memory", oi, (unsigned long long)s->bytes);
+        goto out;
+      }
+      s->own_dev = true;
+    }
+  }
+  for (uint32_t j = 0; j < op->n_inputs + op->n_outputs; j++) {
+    uint32_t oi = j < op->n_inputs ? op->inputs[j] : op->outputs[j - op->n_inputs];
+    tensor_of(d, &m->operands[oi], &os[oi], &tt[j]);
+  }
+  md_kernel_ctx kctx;
+  md__kctx_init(&kctx, MD__KCTX_DEFAULT_LIMIT);
+  md_kernel_call call = {
+      .struct_size = sizeof call, .platform = d->platform, .n_inputs = op->n_inputs, .inputs = tt,
+      .n_outputs = op->n_outputs, .outputs = tt + op->n_inputs, .n_attrs = op->n_attrs, .attrs = op->attrs,
+      .stream = NULL, .ctx = &kctx, .user = k->user};
+  memset(&kst, 0, sizeof kst);
+  uint64_t t0 = now_ns();
+  st = d->be->launch(d->bk, NULL, k, &call, &kst);
+  *dev_ns += now_ns() - t0;
+  md__kctx_release(&kctx);
+  if (st == MD_NONE && kst.code != MD_NONE) st = kst.code;
+  if (st != MD_NONE) {
+    /* SPEC 4: a kernel that reports failure makes the execution GENERAL_FAILURE. */
+    md_status ret = st == MD_DEVICE_UNAVAILABLE ? st : MD_GENERAL_FAILURE;
+    st = md__fail(ret, "kernel failed: %s", kst.message[0] ? kst.message : md__last_error());
+  }
+out:
+  if (ii != info) free(ii);
+  if (tt != tens) free(tt);
+  if (sh != shp) free(sh);
+  return st;
+}
+
+static void release_states(md__exec *x, opnd_state *os) {
+  const md__model *m = x->p->model;
+  for (uint32_t i = 0; i < m->n_operands; i++) {
+    opnd_state *s = &os[i];
+    if (s->own_dev) x->d->be->free(x->d->bk, s->dev);
+    if (s->own_host) free(s->hptr);
+    if (s->w.st) md__storage_put(x->d, s->w.st);
+  }
+}
+
+/* Runs a validated execution. Fills x->shapes and x->timing; the message of a failure is
+ * the calling thread's last error. */
+static md_status exec_run(md__exec *x) {
+  md_device *d = x->d;
+  const md__model *m = x->p->model;
+  uint64_t t0 = now_ns(), dev_ns = 0;
+  opnd_state *os = calloc(m->n_operands ? m->n_operands : 1, sizeof *os);
+  md_status st;
+  if (!os) return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "execute: out of host memory");
+  st = bind_inputs(x, os);
+  if (st != MD_NONE) md__fail_prefix(st, "execute");
+  for (uint32_t n = 0; n < m->n_operations && st == MD_NONE; n++) {
+    st = run_op(x, os, n, &dev_ns);
+    if (st != MD_NONE) md__fail_prefix(st, "execute: operation %u (%s)", n, m->operations[n].name);
+  }
+  bool short_out = false;
+  if (st == MD_NONE) {
+    for (uint32_t i = 0; i < x->n_out; i++) {
+      const io_arg *a = &x->out[i];
+      const opnd_state *s = &os[m->outputs[i]];
+      md_output_shape *sh = &x->shapes[i];
+      sh->rank = s->rank;
+      memcpy(sh->dims, s->dims, sizeof sh->dims);
+      sh->is_sufficient = 1;
+      if (a->kind == ARG_POOL) {
+        uint64_t cap = a->whole ? x->maps[a->pool].size : a->length;
+        if (s->bytes > cap) {
+          sh->is_sufficient = 0;
+          short_out = true;
+        }
+      }
+    }
+    if (short_out) {
+      char msg[MD__ERROR_MAX];
+      size_t used = (size_t)snprintf(msg, sizeof msg, "execute: outputs too small:");
+      for (uint32_t i = 0; i < x->n_out && used < sizeof msg; i++)
+        if (!x->shapes[i].is_sufficient)
+          used += (size_t)snprintf(msg + used, sizeof msg - used, " output %u needs %llu bytes, has %llu;", i,
+                                   (unsigned long long)os[m->outputs[i]].bytes, (unsigned long long)x->out[i].length);
+      st = md__fail(MD_OUTPUT_INSUFFICIENT_SIZE, "%s", msg);
+    }
+  }
+  if (st == MD_NONE) {
+    /* Results to the pools; then the device outputs take their new dims. */
+    for (uint32_t i = 0; i < x->n_out && st == MD_NONE; i++) {
+      const io_arg *a = &x->out[i];
+      opnd_state *s = &os[m->outputs[i]];
+      if (a->kind != ARG_POOL || s->bytes == 0) continue;
+      uint8_t *dst = x->maps[a->pool].base + a->offset;
+      if (s->host) {
+        memcpy(dst, s->hptr, s->bytes);
+        continue;
+      }
+      char err[256] = "";
+      st = d->be->read(d->bk, NULL, dst, s->dev, s->dev_off, s->bytes, err, sizeof err);
+      if (st != MD_NONE) md__fail(st, "execute: output %u: copying from the device: %s", i, err);
+    }
+  }
+  if (st == MD_NONE) {
+    for (uint32_t i = 0; i < x->n_out; i++) {
+      opnd_state *s = &os[m->outputs[i]];
+      if (x->out[i].kind == ARG_TOKEN && s->w.st) md__buffer_write_commit(d, x->out[i].buf, &s->w, s->rank, s->dims);
+    }
+    x->timing.on_device_ns = dev_ns;
+    x->timing.in_driver_ns = now_ns() - t0;
+  } else {
+    deinit_device_outputs(x, os);
+    if (st != MD_OUTPUT_INSUFFICIENT_SIZE) memset(x->shapes, 0, x->n_out * sizeof *x->shapes);
+    x->timing.on_device_ns = x->timing.in_driver_ns = UINT64_MAX;
+  }
+  release_states(x, os);
+  free(os);
+  return st;
+}
+
+static void give_results(const md__exec *x, md_status st, md_output_shape *shapes, uint32_t n_shapes,
+                         md_timing *timing) {
+  if (shapes && n_shapes) {
+    memset(shapes, 0, n_shapes * sizeof *shapes);
+    if (st == MD_NONE || st == MD_OUTPUT_INSUFFICIENT_SIZE)
+      memcpy(shapes, x->shapes, (n_shapes < x->n_out ? n_shapes : x->n_out) * sizeof *shapes);
+  }
+  if (timing) *timing = x->timing;
+}
+
+md_status md__execute(md_device *d, md_handle client, md_handle prepared, const md_request *req,
+                      md_output_shape *shapes, uint32_t n_shapes, md_timing *timing) {
+  md__exec *x;
+  if (shapes && n_shapes) memset(shapes, 0, n_shapes * sizeof *shapes);
+  if (timing) timing->on_device_ns = timing->in_driver_ns = UINT64_MAX;
+  md_status st = exec_create(d, "execute", client, prepared, req, &x);
+  if (st != MD_NONE) return st;
+  st = exec_run(x);
+  give_results(x, st, shapes, n_shapes, timing);
+  exec_free(x);
+  return st;
+}
+
+/* ---- asynchronous executions ---- */
+
+void md__event_destroy(md_device *d, md__event *ev) {
+  (void)d;
+  pthread_mutex_destroy(&ev->lock);
+  pthread_cond_destroy(&ev->cond);
+  free(ev->shapes);
+  free(ev);
+}
+
+static void *worker_main(void *arg) {
+  md_device *d = arg;
+  pthread_mutex_lock(&d->q_lock);
+  for (;;) {
+    while (!d->q_head && !d->stopping) pthread_cond_wait(&d->q_cond, &d->q_lock);
+    md__exec *x = d->q_head;
+    if (!x) break;  /* stopping and drained */
+    d->q_head = x->next;
+    if (!d->q_head) d->q_tail = NULL;
+    pthread_mutex_unlock(&d->q_lock);
+
+    md__clear_error();
+    md_status st = exec_run(x);
+    md__event *ev = x->ee->obj;
+    pthread_mutex_lock(&ev->lock);
+    ev->status = st;
+    snprintf(ev->message, sizeof ev->message, "%s", st == MD_NONE ? "" : md__last_error());
+    give_results(x, st, ev->shapes, ev->n_shapes, &ev->timing);
+    ev->done = true;
+    pthread_cond_broadcast(&ev->cond);
+    pthread_mutex_unlock(&ev->lock);
+    exec_free(x);   /* drops the references the execution held, the event's included */
+
+    pthread_mutex_lock(&d->q_lock);
+    if (--d->q_inflight == 0) pthread_cond_broadcast(&d->idle_cond);
+  }
+  pthread_mutex_unlock(&d->q_lock);
+  return NULL;
+}
+
+void md__executor_stop(md_device *d) {
+  pthread_mutex_lock(&d->q_lock);
+  d->stopping = true;
+  pthread_cond_broadcast(&d->q_cond);
+  uint32_t n = d->n_workers;
+  pthread_mutex_unlock(&d->q_lock);
+  for (uint32_t i = 0; i < n; i++) pthread_join(d->workers[i], NULL);
+}
+
+md_status md__execute_async(md_device *d, md_handle client, md_handle prepared, const md_request *req,
+                            md_handle *event) {
+  if (!event) return md__fail(MD_INVALID_ARGUMENT, "execute_async: event is NULL");
+  *event = 0;
+  md__exec *x;
+  md_status st = exec_create(d, "execute_async", client, prepared, req, &x);
+  if (st != MD_NONE) return st;
+  md__event *ev = calloc(1, sizeof *ev);
+  if (ev) ev->shapes = calloc(x->n_out + 1, sizeof *ev->shapes);
+  if (!ev || !ev->shapes) {
+    if (ev) free(ev);
+    exec_free(x);
+    return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "execute_async: out of memory");
+  }
+  ev->n_shapes = x->n_out;
+  pthread_mutex_init(&ev->lock, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&ev->cond, &ca);
+  pthread_condattr_destroy(&ca);
+  md_handle h;
+  st = md__handle_issue(&d->ht, MD__KIND_EVENT, client, ev, &h, &x->ee);
+  if (st != MD_NONE) {
+    md__event_destroy(d, ev);
+    exec_free(x);
+    return md__fail(st, "execute_async: too many live handles");
+  }
+  md__handle_ref(x->ee);   /* the execution's own reference; the table holds the other */
+
+  pthread_mutex_lock(&d->q_lock);
+  if (d->stopping) {
+    pthread_mutex_unlock(&d->q_lock);
+    md__handle_kill(&d->ht, x->ee, h);
+    exec_free(x);
+    return md__fail(MD_DEVICE_UNAVAILABLE, "execute_async: the device is closing");
+  }
+  if (d->n_workers < 2) {
+    /* Workers start with the first asynchronous execution. */
+    if (pthread_create(&d->workers[d->n_workers], NULL, worker_main, d) == 0) d->n_workers++;
+  }
+  if (d->n_workers == 0) {
+    pthread_mutex_unlock(&d->q_lock);
+    md__handle_kill(&d->ht, x->ee, h);
+    exec_free(x);
+    return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "execute_async: cannot start a worker thread");
+  }
+  x->next = NULL;
+  if (d->q_tail) d->q_tail->next = x;
+  else d->q_head = x;
+  d->q_tail = x;
+  d->q_inflight++;
+  pthread_cond_signal(&d->q_cond);
+  pthread_mutex_unlock(&d->q_lock);
+  *event = h;
+  return MD_NONE;
+}
+
+md_status md__wait_event(md_device *d, md_handle client, md_handle event, uint64_t timeout_ns,
+                         md_output_shape *shapes, uint32_t n_shapes, md_timing *timing) {
+  if (shapes && n_shapes) memset(shapes, 0, n_shapes * sizeof *shapes);
+  if (timing) timing->on_device_ns = timing->in_driver_ns = UINT64_MAX;
+  md__hentry *ce, *ee;
+  md_status st = md__client_get(d, "wait_event", client, &ce);
+  if (st != MD_NONE) return st;
+  st = md__owned_get(d, "wait_event", "event", client, event, MD__KIND_EVENT, &ee);
+  if (st != MD_NONE) {
+    md__handle_put(&d->ht, ce);
+    return st;
+  }
+  md__event *ev = ee->obj;
+  pthread_mutex_lock(&ev->lock);
+  if (!ev->done && timeout_ns != UINT64_MAX) {
+    struct timespec dl;
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    uint64_t ns = (uint64_t)dl.tv_nsec + timeout_ns % 1000000000ull;
+    uint64_t sec = (uint64_t)dl.tv_sec + timeout_ns / 1000000000ull + ns / 1000000000ull;
+    dl.tv_sec = sec > (uint64_t)INT64_MAX ? INT64_MAX : (time_t)sec;
+    dl.tv_nsec = (long)(ns % 1000000000ull);
+    while (!ev->done && pthread_cond_timedwait(&ev->cond, &ev->lock, &dl) == 0) {}
+  } else {
+    while (!ev->done) pthread_cond_wait(&ev->cond, &ev->lock);
+  }
+  bool done = ev->done;
+  md_status est = ev->status;
+  char msg[MD__ERROR_MAX];
+  snprintf(msg, sizeof msg, "%s", ev->message);
+  if (done) {
+    if (shapes && n_shapes)
+      memcpy(shapes, ev->shapes, (n_shapes < ev->n_shapes ? n_shapes : ev->n_shapes) * sizeof *shapes);
+    if (timing) *timing = ev->timing;
+  }
+  pthread_mutex_unlock(&ev->lock);
+  if (!done) {
+    st = md__fail(MD_MISSED_DEADLINE_TRANSIENT, "wait_event: event 0x%016llx: not finished within %llu ns",
+                  (unsigned long long)event, (unsigned long long)timeout_ns);
+  } else if (!md__handle_kill(&d->ht, ee, event)) {
+    /* Another wait consumed it first. */
+    if (shapes && n_shapes) memset(shapes, 0, n_shapes * sizeof *shapes);
+    if (timing) timing->on_device_ns = timing->in_driver_ns = UINT64_MAX;
+    st = md__fail(MD_INVALID_ARGUMENT, "wait_event: event 0x%016llx: was already waited for", (unsigned long long)event);
+  } else {
+    st = est;
+    if (st != MD_NONE) md__fail(st, "%s", msg);
+  }
+  md__handle_put(&d->ht, ee);
+  md__handle_put(&d->ht, ce);
+  return st;
+}

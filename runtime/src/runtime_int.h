@@ -1,0 +1,170 @@
+/* runtime_int.h - private to the runtime: the device and the objects behind its handles.
+ *
+ * Every object a caller can name (client, prepared model, buffer, event) lives in the device's
+ * handle table (handles.h). An entry point looks its objects up (taking a reference each),
+ * works, and puts them: a released object dies for new calls at once and is destroyed when
+ * the last call or async execution that holds it ends. No lock is global to the device on the
+ * execute and copy paths: handle lookups are lock-free, a buffer's metadata has its own small
+ * lock, and device memory is reached through reference-counted storage. */
+#ifndef MD_RUNTIME_INT_H
+#define MD_RUNTIME_INT_H
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "md/backend.h"
+#include "md/driver.h"
+#include "handles.h"
+#include "model.h"
+#include "pool.h"
+#include "refcount.h"
+
+/* ---- configuration (config.c) ---- */
+typedef struct md__config {
+  char backend[16];          /* "sim", "hip", "auto" */
+  uint64_t mem_limit;        /* 0: the device's own */
+  uint64_t seed;
+  bool has_seed;
+  uint64_t latency_ns;
+  char faults[256];          /* "" when none */
+} md__config;
+
+/* Parses "key=value;key=value". INVALID_ARGUMENT naming the key or value on error
+ * (message in md__last_error). NULL or "" gives the defaults. */
+md_status md__config_parse(const char *text, md__config *out);
+
+/* ---- a tiny lock for short metadata sections ---- */
+typedef struct md__spin { atomic_flag f; } md__spin;
+#define MD__SPIN_INIT { ATOMIC_FLAG_INIT }
+static inline void md__spin_lock(md__spin *s) {
+  while (atomic_flag_test_and_set_explicit(&s->f, memory_order_acquire)) sched_yield();
+}
+static inline void md__spin_unlock(md__spin *s) { atomic_flag_clear_explicit(&s->f, memory_order_release); }
+
+/* ---- objects ---- */
+typedef struct md__client {
+  md__pool_cache *pools;     /* this client's pool mappings */
+} md__client;
+
+typedef struct md__prepared {
+  md__model *model;
+  md_devptr *dev_const;      /* per operand: device copy of a constant tensor, or 0 */
+  uint64_t dev_bytes;
+} md__prepared;
+
+/* Device memory of a buffer. The buffer holds one reference; a call or execution reading or
+ * writing it holds another, so resizing never frees memory under a user. */
+typedef struct md__storage {
+  md__ref ref;
+  bool embedded;             /* the buffer's first storage, freed with the buffer */
+  md_devptr mem;
+  uint64_t capacity;
+} md__storage;
+
+typedef struct md__role {
+  md_handle prepared;        /* identity of the prepared model */
+  uint32_t is_output;
+  uint32_t index;
+} md__role;
+
+typedef struct md__buffer {
+  md__spin lock;             /* guards the fields below it */
+  bool initialized;
+  bool writing;              /* an in-place write is running */
+  uint32_t init_rank, cur_rank;
+  uint32_t init_dims[MD_MAX_RANK], cur_dims[MD_MAX_RANK];
+  md__storage *st;           /* current storage (may be &first or a grown one) */
+  md_operand_type type;
+  float scale;
+  int32_t zero_point;
+  md__storage first;
+  uint32_t n_roles;
+  md__role roles[];
+} md__buffer;
+
+typedef struct md__event md__event;
+typedef struct md__exec md__exec;
+
+/* ---- the device ---- */
+struct md_device {
+  const md_backend_ops *be;
+  md_backend *bk;
+  md_backend_info info;
+  md__config cfg;
+  char backend[32];
+  char platform[16];
+  md__htable ht;
+  /* async executions */
+  pthread_mutex_t q_lock;
+  pthread_cond_t q_cond, idle_cond;
+  md__exec *q_head, *q_tail;
+  uint32_t q_inflight;       /* queued or running */
+  pthread_t workers[2];
+  uint32_t n_workers;
+  bool stopping;
+};
+
+/* ---- shared between files ---- */
+/* Looks up a client handle; INVALID_ARGUMENT with "<fn>: client 0x..: <why>" if not live. */
+md_status md__client_get(md_device *d, const char *fn, md_handle client, md__hentry **out);
+/* Looks up an object of `kind` owned by `client`; INVALID_ARGUMENT naming it otherwise. */
+md_status md__owned_get(md_device *d, const char *fn, const char *what, md_handle client,
+                        md_handle h, md__kind kind, md__hentry **out);
+
+/* Buffer data access (buffer.c). A write goes in place only when nobody else uses the
+ * current storage (the buffer's reference is the only one and no other write is in place);
+ * otherwise into fresh storage that the commit swaps in. A read takes a reference on the
+ * current storage; while an in-place write runs, a read fails with GENERAL_FAILURE ("being
+ * written by another call") instead of seeing torn data. So racing calls never touch the
+ * same bytes at once, and no memory is freed under a user. */
+typedef struct md__write {
+  md__storage *st;
+  bool in_place;
+} md__write;
+/* Storage able to hold `bytes` for a write. Backend status (RESOURCE_EXHAUSTED_*, ...) with a
+ * message on failure. */
+md_status md__buffer_write_begin(md_device *d, md__buffer *b, uint64_t bytes, md__write *w);
+/* Publishes a completed write: dims (rank, dims), initialized. */
+void md__buffer_write_commit(md_device *d, md__buffer *b, md__write *w, uint32_t rank, const uint32_t *dims);
+/* Abandons a write; the buffer becomes uninitialized (its current dims are kept). */
+void md__buffer_write_abort(md_device *d, md__buffer *b, md__write *w);
+/* For a read: GENERAL_FAILURE if uninitialized or being written in place; else a reference on
+ * the storage and the current dims. */
+md_status md__buffer_read_begin(md__buffer *b, md__storage **st, uint32_t *rank, uint32_t *dims);
+void md__storage_put(md_device *d, md__storage *s);
+void md__buffer_uninit(md__buffer *b);
+uint64_t md__buffer_bytes(const md__buffer *b);   /* capacity of the current storage */
+/* The role (prepared, is_output, index) among the buffer's roles? */
+bool md__buffer_has_role(const md__buffer *b, md_handle prepared, uint32_t is_output, uint32_t index);
+
+/* Objects' destruction (handle table callback) for the parts defined in buffer.c / execute.c. */
+void md__buffer_destroy(md_device *d, md__buffer *b);
+void md__prepared_destroy(md_device *d, md__prepared *p);
+void md__event_destroy(md_device *d, md__event *ev);
+
+/* Async workers (execute.c). */
+void md__executor_stop(md_device *d);
+
+/* Entry points implemented in buffer.c and execute.c. */
+md_status md__allocate(md_device *, md_handle client, const md_buffer_desc *, const md_handle *prepared,
+                       uint32_t n_prepared, const md_buffer_role *input_roles, uint32_t n_input_roles,
+                       const md_buffer_role *output_roles, uint32_t n_output_roles, md_token *token);
+md_status md__copy_to(md_device *, md_handle client, md_token src, const md_memory *dst);
+md_status md__copy_from(md_device *, md_handle client, md_token dst, const md_memory *src,
+                        uint32_t rank, const uint32_t *dims);
+md_status md__free_buffer(md_device *, md_handle client, md_token);
+md_status md__prepare_model(md_device *, md_handle client, const md_model *, md_handle *prepared);
+md_status md__execute(md_device *, md_handle client, md_handle prepared, const md_request *,
+                      md_output_shape *shapes, uint32_t n_shapes, md_timing *timing);
+md_status md__execute_async(md_device *, md_handle client, md_handle prepared, const md_request *,
+                            md_handle *event);
+md_status md__wait_event(md_device *, md_handle client, md_handle event, uint64_t timeout_ns,
+                         md_output_shape *shapes, uint32_t n_shapes, md_timing *timing);
+
+/* Backends (backend_registry.c): resolves cfg->backend ("auto" tries hip, then sim) and opens it. */
+md_status md__backend_open(md_device *d);
+
+#endif

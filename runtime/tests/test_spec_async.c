@@ -1,0 +1,383 @@
+/* test_spec_async.c - black-box rules of SPEC section 4 for execute_async / wait_event:
+ * validation at once without an event, the status, shapes and timing wait_event returns, the
+ * event consumed by a wait, timed-out waits, and objects released while an execution runs
+ * (SPEC section 6). No test depends on timing: a simulated launch latency only makes it
+ * likely that an execution is still running, and every assertion holds either way. */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "support.h"
+
+static mdt_env e;
+static md_handle P; /* ADD float32 [2,3] */
+static const uint32_t D23[2] = {2, 3}, D03[2] = {0, 3};
+#define B23 24u
+
+static void open_with(const char *config) {
+  mdt_env_open(&e, config);
+  mdt_model b;
+  P = mdt_prepare(&e, mdt_add_model(&b, 2, D23, 2, D23, 2, D23, 0));
+}
+static void setup(void) { open_with("backend=sim"); }
+static void setup_slow(void) { open_with("backend=sim;latency_ns=20000000"); }
+static void teardown(void) {
+  if (P) e.drv->release_prepared_model(e.dev, e.client, P);
+  mdt_env_close(&e, 0);
+}
+TestSuite(async, .init = setup, .fini = teardown);
+TestSuite(async_slow, .init = setup_slow, .fini = teardown);
+
+static float A[6] = {1, 2, 3, 4, 5, 6}, B[6] = {10, 20, 30, 40, 50, 60};
+
+static md_status start(md_handle prep, mdt_request *r, md_handle *ev) {
+  *ev = 0;
+  return e.drv->execute_async(e.dev, e.client, prep, mdt_req(r), ev);
+}
+
+static md_status wait_ev(md_handle ev, uint64_t timeout, md_output_shape *sh, uint32_t n, md_timing *tm) {
+  memset(sh, 0xAB, 8 * sizeof *sh);
+  memset(tm, 0, sizeof *tm);
+  return e.drv->wait_event(e.dev, e.client, ev, timeout, sh, n, tm);
+}
+
+static void plain_request(mdt_request *r) {
+  mdt_req_init(r);
+  mdt_req_in_data(r, A, B23, 0, NULL);
+  mdt_req_in_data(r, B, B23, 0, NULL);
+  mdt_req_out_pool(r, B23, 0, NULL);
+}
+
+static void expect_sum_in(const mdt_request *r, uint32_t out_index) {
+  float out[6];
+  mdt_req_read_out(r, out_index, out, B23);
+  for (int i = 0; i < 6; i++) cr_expect_eq(out[i], A[i] + B[i], "out[%d] = %g", i, (double)out[i]);
+}
+
+/* ---- success and the event's life ---- */
+
+Test(async, wait_returns_status_shapes_and_results) {
+  mdt_request r;
+  plain_request(&r);
+  md_handle ev;
+  cr_assert_eq(start(P, &r, &ev), MD_NONE, "%s", e.drv->last_error(e.dev));
+  cr_assert_neq(ev, 0u);
+  md_output_shape sh[8];
+  md_timing tm;
+  cr_assert_eq(wait_ev(ev, UINT64_MAX, sh, 1, &tm), MD_NONE, "%s", e.drv->last_error(e.dev));
+  cr_expect_eq(sh[0].rank, 2u);
+  cr_expect_eq(sh[0].dims[0], 2u);
+  cr_expect_eq(sh[0].dims[1], 3u);
+  cr_expect_eq(sh[0].is_sufficient, 1);
+  expect_sum_in(&r, 0);
+  mdt_req_fini(&r);
+}
+
+Test(async, second_wait_rejected) {
+  mdt_request r;
+  plain_request(&r);
+  md_handle ev;
+  cr_assert_eq(start(P, &r, &ev), MD_NONE);
+  md_output_shape sh[8];
+  md_timing tm;
+  cr_assert_eq(wait_ev(ev, UINT64_MAX, sh, 1, &tm), MD_NONE);
+  cr_expect_eq(wait_ev(ev, UINT64_MAX, sh, 1, &tm), MD_INVALID_ARGUMENT);
+  cr_expect_eq(wait_ev(ev, 0, sh, 1, &tm), MD_INVALID_ARGUMENT);
+  mdt_req_fini(&r);
+}
+
+Test(async, many_events_waited_in_reverse_order) {
+  enum { N = 16 };
+  static mdt_request r[N];
+  md_handle ev[N];
+  for (int i = 0; i < N; i++) {
+    plain_request(&r[i]);
+    cr_assert_eq(start(P, &r[i], &ev[i]), MD_NONE, "%s", e.drv->last_error(e.dev));
+    for (int j = 0; j < i; j++) cr_expect_neq(ev[i], ev[j]);
+  }
+  for (int i = N - 1; i >= 0; i--) {
+    md_output_shape sh[8];
+    md_timing tm;
+    cr_expect_eq(wait_ev(ev[i], UINT64_MAX, sh, 1, &tm), MD_NONE, "event %d: %s", i, e.drv->last_error(e.dev));
+    expect_sum_in(&r[i], 0);
+    mdt_req_fini(&r[i]);
+  }
+}
+
+Test(async, output_token_initialized_after_wait) {
+  md_token t = mdt_alloc(&e, P, true, 0, 0, NULL);
+  mdt_request r;
+  mdt_req_init(&r);
+  mdt_req_in_data(&r, A, B23, 0, NULL);
+  mdt_req_in_data(&r, B, B23, 0, NULL);
+  mdt_req_out_token(&r, t, 0, NULL);
+  md_handle ev;
+  cr_assert_eq(start(P, &r, &ev), MD_NONE, "%s", e.drv->last_error(e.dev));
+  md_output_shape sh[8];
+  md_timing tm;
+  cr_assert_eq(wait_ev(ev, UINT64_MAX, sh, 1, &tm), MD_NONE, "%s", e.drv->last_error(e.dev));
+  float out[6];
+  cr_assert_eq(mdt_copy_to(&e, e.client, t, out, B23), MD_NONE, "%s", e.drv->last_error(e.dev));
+  for (int i = 0; i < 6; i++) cr_expect_eq(out[i], A[i] + B[i]);
+  mdt_req_fini(&r);
+  mdt_free(&e, t);
+}
+
+Test(async, caller_may_close_pool_fds_once_execute_async_returns) {
+  /* Like a HAL client whose hidl_memory handles were duplicated into the driver: the pools
+   * are the driver's to keep until the execution ends. The output goes to a token (read
+   * after the wait); input fds are closed before the wait. */
+  md_token t = mdt_alloc(&e, P, true, 0, 0, NULL);
+  mdt_request r;
+  mdt_req_init(&r);
+  mdt_req_in_data(&r, A, B23, 0, NULL);
+  mdt_req_in_data(&r, B, B23, 0, NULL);
+  mdt_req_out_token(&r, t, 0, NULL);
+  md_handle ev;
+  cr_assert_eq(start(P, &r, &ev), MD_NONE, "%s", e.drv->last_error(e.dev));
+  mdt_req_fini(&r);
+  int decoy = mdt_memfd(NULL, 4096); /* likely takes a closed fd's number */
+  md_output_shape sh[8];
+  md_timing tm;
+  cr_expect_eq(wait_ev(ev, UINT64_MAX, sh, 1, &tm), MD_NONE, "%s", e.drv->last_error(e.dev));
+  float out[6];
+  cr_assert_eq(mdt_copy_to(&e, e.client, t, out, B23), MD_NONE, "%s", e.drv->last_error(e.dev));
+  for (int i = 0; i < 6; i++) cr_expect_eq(out[i], A[i] + B[i]);
+  close(decoy);
+  mdt_free(&e, t);
+}
+
+/* ---- validation at once, no event ---- */
+
+Test(async, validation_failure_returns_at_once_without_event) {
+  mdt_request r;
+  mdt_req_init(&r);
+  mdt_req_in_data(&r, A, B23, 0, NULL); /* one input of two */
+  mdt_req_out_pool(&r, B23, 0, NULL);
+  md_handle ev;
+  cr_expect_eq(start(P, &r, &ev), MD_INVALID_ARGUMENT);
+  cr_expect_eq(ev, 0u, "an event came back from a failed execute_async");
+  mdt_req_fini(&r);
+  /* teardown's leak check: no event left behind */
+}
+
+Test(async, role_violation_returns_at_once_without_event) {
+  md_token t = mdt_alloc(&e, P, false, 0, 0, NULL);
+  cr_assert_eq(mdt_copy_from(&e, e.client, t, A, B23, 0, NULL), MD_NONE);
+  mdt_request r;
+  mdt_req_init(&r);
+  mdt_req_in_data(&r, A, B23, 0, NULL);
+  mdt_req_in_token(&r, t, 0, NULL); /* input 1: not its role */
+  mdt_req_out_pool(&r, B23, 0, NULL);
+  md_handle ev;
+  cr_expect_eq(start(P, &r, &ev), MD_INVALID_ARGUMENT);
+  cr_expect_eq(ev, 0u);
+  mdt_req_fini(&r);
+  mdt_free(&e, t);
+}
+
+Test(async, uninitialized_input_returns_general_failure_at_once_without_event) {
+  md_token t = mdt_alloc(&e, P, false, 0, 0, NULL);
+  mdt_request r;
+  mdt_req_init(&r);
+  mdt_req_in_token(&r, t, 0, NULL);
+  mdt_req_in_data(&r, B, B23, 0, NULL);
+  mdt_req_out_pool(&r, B23, 0, NULL);
+  md_handle ev;
+  cr_expect_eq(start(P, &r, &ev), MD_GENERAL_FAILURE);
+  cr_expect_eq(ev, 0u);
+  mdt_req_fini(&r);
+  mdt_free(&e, t);
+}
+
+Test(async, other_clients_prepared_model_rejected_at_once) {
+  md_handle c2 = mdt_open_client(&e);
+  mdt_request r;
+  plain_request(&r);
+  md_handle ev = 0;
+  cr_expect_eq(e.drv->execute_async(e.dev, c2, P, mdt_req(&r), &ev), MD_INVALID_ARGUMENT);
+  cr_expect_eq(ev, 0u);
+  mdt_req_fini(&r);
+  mdt_close_client(&e, c2, NULL);
+}
+
+/* ---- the execution's status through wait_event ---- */
+
+Test(async, wait_returns_output_insufficient_size_with_shapes) {
+  mdt_model b;
+  md_handle Q = mdt_prepare(&e, mdt_add2_model(&b, 2, D03));
+  mdt_request r;
+  mdt_req_init(&r);
+  mdt_req_in_data(&r, A, B23, 2, D23);
+  mdt_req_in_data(&r, B, B23, 2, D23);
+  mdt_req_out_pool(&r, B23, 0, NULL);
+  mdt_req_out_pool(&r, 12, 0, NULL);
+  md_handle ev;
+  cr_assert_eq(start(Q, &r, &ev), MD_NONE, "a short output is the execution's status, reported by wait: %s",
+               e.drv->last_error(e.dev));
+  md_output_shape sh[8];
+  md_timing tm;
+  cr_expect_eq(wait_ev(ev, UINT64_MAX, sh, 2, &tm), MD_OUTPUT_INSUFFICIENT_SIZE);
+  cr_expect_eq(sh[0].is_sufficient, 1);
+  cr_expect_eq(sh[1].is_sufficient, 0);
+  for (int k = 0; k < 2; k++) {
+    cr_expect_eq(sh[k].rank, 2u);
+    cr_expect_eq(sh[k].dims[0], 2u);
+    cr_expect_eq(sh[k].dims[1], 3u);
+  }
+  mdt_req_fini(&r);
+  mdt_release(&e, Q);
+}
+
+Test(async, wait_returns_kernel_failure_and_uninitializes_device_output) {
+  mdt_register_test_kernels();
+  mdt_model b;
+  md_handle Q = mdt_prepare(&e, mdt_custom_model(&b, "mdt.fail", MD_TENSOR_FLOAT32, 0, 0, 2, D23));
+  md_token t = mdt_alloc(&e, Q, true, 0, 0, NULL);
+  cr_assert_eq(mdt_copy_from(&e, e.client, t, A, B23, 0, NULL), MD_NONE);
+  mdt_request r;
+  mdt_req_init(&r);
+  mdt_req_in_data(&r, A, B23, 0, NULL);
+  mdt_req_out_token(&r, t, 0, NULL);
+  md_handle ev;
+  cr_assert_eq(start(Q, &r, &ev), MD_NONE, "%s", e.drv->last_error(e.dev));
+  md_output_shape sh[8];
+  md_timing tm;
+  cr_expect_eq(wait_ev(ev, UINT64_MAX, sh, 1, &tm), MD_GENERAL_FAILURE);
+  cr_expect(strstr(e.drv->last_error(e.dev), MDT_FAIL_MESSAGE) != NULL, "last_error: %s", e.drv->last_error(e.dev));
+  cr_expect_eq(sh[0].rank, 0u);
+  cr_expect_eq(tm.on_device_ns, UINT64_MAX);
+  cr_expect_eq(tm.in_driver_ns, UINT64_MAX);
+  cr_expect_eq(mdt_copy_to(&e, e.client, t, NULL, B23), MD_GENERAL_FAILURE, "output still initialized");
+  mdt_req_fini(&r);
+  mdt_free(&e, t);
+  mdt_release(&e, Q);
+}
+
+/* ---- timeouts (latency makes an unfinished event likely, never required) ---- */
+
+Test(async_slow, zero_timeout_wait_leaves_event_valid) {
+  mdt_request r;
+  plain_request(&r);
+  md_handle ev;
+  cr_assert_eq(start(P, &r, &ev), MD_NONE, "%s", e.drv->last_error(e.dev));
+  md_output_shape sh[8];
+  md_timing tm;
+  md_status st = wait_ev(ev, 0, sh, 1, &tm);
+  cr_assert(st == MD_NONE || st == MD_MISSED_DEADLINE_TRANSIENT, "wait(0): status %d", (int)st);
+  if (st == MD_MISSED_DEADLINE_TRANSIENT) {
+    cr_expect_eq(wait_ev(ev, UINT64_MAX, sh, 1, &tm), MD_NONE, "the event died with the timeout: %s",
+                 e.drv->last_error(e.dev));
+  } else {
+    cr_expect_eq(wait_ev(ev, UINT64_MAX, sh, 1, &tm), MD_INVALID_ARGUMENT);
+  }
+  expect_sum_in(&r, 0);
+  mdt_req_fini(&r);
+}
+
+Test(async_slow, polling_with_zero_timeout_ends_in_the_result) {
+  mdt_request r;
+  plain_request(&r);
+  md_handle ev;
+  cr_assert_eq(start(P, &r, &ev), MD_NONE, "%s", e.drv->last_error(e.dev));
+  md_output_shape sh[8];
+  md_timing tm;
+  md_status st;
+  unsigned long polls = 0;
+  while ((st = wait_ev(ev, 0, sh, 1, &tm)) == MD_MISSED_DEADLINE_TRANSIENT) {
+    cr_assert_lt(++polls, 100000000ul, "the execution never finished");
+  }
+  cr_expect_eq(st, MD_NONE, "%s", e.drv->last_error(e.dev));
+  cr_expect_eq(sh[0].rank, 2u);
+  expect_sum_in(&r, 0);
+  cr_expect_eq(wait_ev(ev, 0, sh, 1, &tm), MD_INVALID_ARGUMENT);
+  mdt_req_fini(&r);
+}
+
+/* ---- releasing objects an execution uses (SPEC section 6) ---- */
+
+Test(async_slow, free_buffer_while_execution_reads_it) {
+  md_token t = mdt_alloc(&e, P, false, 0, 0, NULL);
+  cr_assert_eq(mdt_copy_from(&e, e.client, t, A, B23, 0, NULL), MD_NONE);
+  mdt_request r;
+  mdt_req_init(&r);
+  mdt_req_in_token(&r, t, 0, NULL);
+  mdt_req_in_data(&r, B, B23, 0, NULL);
+  mdt_req_out_pool(&r, B23, 0, NULL);
+  md_handle ev;
+  cr_assert_eq(start(P, &r, &ev), MD_NONE, "%s", e.drv->last_error(e.dev));
+  cr_expect_eq(e.drv->free_buffer(e.dev, e.client, t), MD_NONE, "%s", e.drv->last_error(e.dev));
+  cr_expect_eq(mdt_copy_to(&e, e.client, t, NULL, B23), MD_INVALID_ARGUMENT, "the token lived on");
+  md_output_shape sh[8];
+  md_timing tm;
+  cr_expect_eq(wait_ev(ev, UINT64_MAX, sh, 1, &tm), MD_NONE, "%s", e.drv->last_error(e.dev));
+  expect_sum_in(&r, 0);
+  mdt_req_fini(&r);
+}
+
+Test(async_slow, free_buffer_while_execution_writes_it) {
+  md_token t = mdt_alloc(&e, P, true, 0, 0, NULL);
+  mdt_request r;
+  mdt_req_init(&r);
+  mdt_req_in_data(&r, A, B23, 0, NULL);
+  mdt_req_in_data(&r, B, B23, 0, NULL);
+  mdt_req_out_token(&r, t, 0, NULL);
+  md_handle ev;
+  cr_assert_eq(start(P, &r, &ev), MD_NONE, "%s", e.drv->last_error(e.dev));
+  cr_expect_eq(e.drv->free_buffer(e.dev, e.client, t), MD_NONE, "%s", e.drv->last_error(e.dev));
+  md_output_shape sh[8];
+  md_timing tm;
+  cr_expect_eq(wait_ev(ev, UINT64_MAX, sh, 1, &tm), MD_NONE, "%s", e.drv->last_error(e.dev));
+  mdt_req_fini(&r);
+}
+
+Test(async_slow, release_prepared_model_while_execution_runs) {
+  mdt_model b;
+  md_handle Q = mdt_prepare(&e, mdt_add_model(&b, 2, D23, 2, D23, 2, D23, 0));
+  mdt_request r;
+  plain_request(&r);
+  md_handle ev;
+  cr_assert_eq(start(Q, &r, &ev), MD_NONE, "%s", e.drv->last_error(e.dev));
+  mdt_release(&e, Q);
+  mdt_request r2;
+  plain_request(&r2);
+  md_handle ev2;
+  cr_expect_eq(start(Q, &r2, &ev2), MD_INVALID_ARGUMENT, "released prepared model still runs");
+  md_output_shape sh[8];
+  md_timing tm;
+  cr_expect_eq(wait_ev(ev, UINT64_MAX, sh, 1, &tm), MD_NONE, "%s", e.drv->last_error(e.dev));
+  expect_sum_in(&r, 0);
+  mdt_req_fini(&r);
+  mdt_req_fini(&r2);
+}
+
+Test(async_slow, close_client_with_execution_in_flight) {
+  md_handle c2 = mdt_open_client(&e);
+  mdt_model b;
+  md_handle Q = mdt_prepare_for(&e, c2, mdt_add_model(&b, 2, D23, 2, D23, 2, D23, 0));
+  md_token t = 0;
+  cr_assert_eq(mdt_try_alloc(&e, c2, Q, true, 0, 0, NULL, &t), MD_NONE);
+  mdt_request r;
+  mdt_req_init(&r);
+  mdt_req_in_data(&r, A, B23, 0, NULL);
+  mdt_req_in_data(&r, B, B23, 0, NULL);
+  mdt_req_out_token(&r, t, 0, NULL);
+  md_handle ev = 0;
+  cr_assert_eq(e.drv->execute_async(e.dev, c2, Q, mdt_req(&r), &ev), MD_NONE, "%s", e.drv->last_error(e.dev));
+  md_leak_report lr;
+  memset(&lr, 0xee, sizeof lr);
+  mdt_close_client(&e, c2, &lr);
+  cr_expect_eq(lr.buffers, 1u);
+  cr_expect_eq(lr.prepared_models, 1u);
+  cr_expect_eq(lr.events, 1u);
+  md_output_shape sh[8];
+  md_timing tm;
+  cr_expect_eq(e.drv->wait_event(e.dev, c2, ev, UINT64_MAX, sh, 1, &tm), MD_INVALID_ARGUMENT);
+  /* The device still works for everyone else. */
+  mdt_request r2;
+  plain_request(&r2);
+  cr_expect_eq(mdt_exec(&e, P, &r2, sh, &tm), MD_NONE, "%s", e.drv->last_error(e.dev));
+  mdt_req_fini(&r2);
+  mdt_req_fini(&r);
+}

@@ -1,0 +1,134 @@
+/* sim_arena.h - private to sim/: the simulated device's address space and its allocator.
+ *
+ * An arena is one mmap reservation (MAP_NORESERVE, so only touched pages cost memory) that
+ * holds nothing but device data: every piece of allocator metadata lives in host memory
+ * outside it, so a kernel that writes anywhere in the arena can never corrupt the allocator.
+ * The arena hands out offsets; the backend turns them into tagged md_devptr values.
+ *
+ * Layout (G = MD__ARENA_ALIGN = 256, R = MD__ARENA_REDZONE = 64):
+ *   [0, G)            guard granule, red-zone pattern: the front red zone of the first block
+ *   blocks            spans of whole granules, in address order, covering the rest exactly
+ *   used block        [off, off+size) payload, G-aligned; [off+size, off+span) red zone, >= R
+ *                     bytes; its front red zone is the R bytes before off (the tail of the
+ *                     previous span, see below)
+ *   free block        bytes are 0x00 (never touched, or released by madvise) or the poison
+ *                     byte; except that its last R bytes hold the red-zone pattern when a used
+ *                     block follows it (they are that block's front red zone). Two free
+ *                     blocks are never adjacent (coalesced at free).
+ * So every used block has R bytes of red-zone pattern on both sides, and any byte of a free
+ * block that is neither 0x00 nor poison was written after it was freed.
+ *
+ * Allocation: two-level segregated free lists (TLSF: 16 sub-classes per power of two, with
+ * bitmaps) give an O(1) good fit; live blocks are also in an AVL tree by offset for O(log n)
+ * lookups of "which allocation contains this address". One rwlock: alloc/free take it for
+ * writing (metadata only; zero-filling a new block happens after it is released), lookups
+ * (copies, kernel_ptr, red-zone checks) for reading.
+ *
+ * Reports (red-zone hits, poison hits, bad frees) are counted, written to stderr and kept as
+ * the arena's last report; they never abort and never corrupt the arena. */
+#ifndef MD_SIM_ARENA_H
+#define MD_SIM_ARENA_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "md/driver.h"
+
+#define MD__ARENA_ALIGN 256u          /* payload alignment and allocation granule */
+#define MD__ARENA_REDZONE 64u         /* red-zone bytes on each side of a payload, at least */
+#define MD__ARENA_REDZONE_BYTE 0xFDu  /* pattern of red zones and the guard granule */
+#define MD__ARENA_POISON_BYTE 0xDBu   /* pattern of freed memory (unless released by madvise) */
+/* Spans at least this long are released with madvise(MADV_DONTNEED) when freed (they then
+ * read as zero) and zero-filled the same way when allocated; shorter ones are written. */
+#define MD__ARENA_MADVISE_MIN (64u * 1024u)
+#define MD__ARENA_DEFAULT_LIMIT (1ull << 30)   /* mem_limit 0: 1 GiB */
+#define MD__ARENA_MAX_LIMIT (64ull << 30)      /* larger mem_limit values are capped here */
+#define MD__ARENA_REPORT_MAX 256u
+
+typedef struct md__arena md__arena;
+
+typedef struct md__arena_stats {
+  uint64_t limit;                     /* bytes one allocation may have (the capped mem_limit) */
+  uint64_t reserved;                  /* bytes of the mmap reservation */
+  uint64_t allocs, frees;             /* successful calls */
+  uint64_t refused_persistent, refused_transient;
+  uint64_t bad_frees;                 /* frees of something that is not a live allocation start */
+  uint64_t bytes_live, bytes_peak;    /* payload bytes (what callers asked for) */
+  uint64_t span_live;                 /* arena bytes held by live blocks, red zones included */
+  uint64_t live_blocks;
+  uint64_t bytes_free, free_blocks;   /* arena bytes in free blocks (guard excluded) */
+  uint64_t largest_free;              /* span of the largest free block */
+  uint64_t max_fit_now;               /* largest allocation that would succeed now */
+  double fragmentation;               /* 1 - largest_free / bytes_free; 0 when nothing is free */
+  uint64_t redzone_hits, poison_hits;
+} md__arena_stats;
+
+/* A live allocation as lookups see it. */
+typedef struct md__arena_alloc_info {
+  uint64_t off;                       /* payload start */
+  uint64_t size;                      /* payload bytes */
+} md__arena_alloc_info;
+
+/* Reserves an arena for allocations of at most `limit` bytes (0: the default; capped at
+ * MD__ARENA_MAX_LIMIT). `tag` is OR-ed into offsets when a report names an allocation, so
+ * messages show the caller's device pointers. The reservation is limit rounded up to the
+ * granule plus two granules (guard, and the red zone of an allocation of exactly `limit`).
+ * DEVICE_UNAVAILABLE (message in err) if the reservation fails. The caller owns *out. */
+md_status md__arena_create(uint64_t limit, uint64_t tag, md__arena **out, char *err, size_t errlen);
+/* Releases the reservation and all metadata, live allocations included. Not concurrent with
+ * any other call on the arena. */
+void md__arena_destroy(md__arena *a);
+
+/* Allocates `bytes` (> 0): zero-filled payload at a 256-aligned offset (> 0), returned in *off.
+ * RESOURCE_EXHAUSTED_PERSISTENT when bytes > limit; RESOURCE_EXHAUSTED_TRANSIENT when no free
+ * block fits now; INVALID_ARGUMENT for 0. Failure changes nothing but the refusal counters.
+ * Thread-safe. Before zero-filling, a reused span of fewer than MD__ARENA_MADVISE_MIN bytes is
+ * checked for writes after free (a poison hit is reported; the allocation still succeeds). */
+md_status md__arena_alloc(md__arena *a, uint64_t bytes, uint64_t *off);
+/* Frees the allocation whose payload starts at `off`: checks its red zones (hits reported),
+ * poisons the span, coalesces it with free neighbours. Returns 0, or -1 when `off` is not the
+ * start of a live allocation (a bad free: counted and reported, nothing else happens).
+ * Thread-safe. */
+int md__arena_free(md__arena *a, uint64_t off);
+
+/* The live allocation whose payload contains `off`: 1 and *out, or 0. Thread-safe. */
+int md__arena_find(md__arena *a, uint64_t off, md__arena_alloc_info *out);
+
+/* What lies at an arena offset (for messages about a bad address). */
+typedef enum md__arena_where {
+  MD__ARENA_AT_PAYLOAD = 0,   /* inside a live allocation's payload (*out: that allocation) */
+  MD__ARENA_AT_REDZONE = 1,   /* in the red zone after a live allocation (*out: that allocation) */
+  MD__ARENA_AT_FREE = 2,      /* in a free block: freed, or never allocated */
+  MD__ARENA_AT_OUTSIDE = 3    /* the guard granule, or past the reservation */
+} md__arena_where;
+md__arena_where md__arena_locate(md__arena *a, uint64_t off, md__arena_alloc_info *out);
+/* Host address of arena offset `off` (no check), and the reservation's bounds. */
+void *md__arena_host(md__arena *a, uint64_t off);
+uint8_t *md__arena_base(md__arena *a);
+uint64_t md__arena_reserved(md__arena *a);
+
+/* Checks the red zones of the live allocations containing each of offs[0..n) (duplicates
+ * are checked once; offsets outside live allocations are skipped). Each damaged red zone is a
+ * hit: counted, reported, and repaired so that it is reported once. Returns the number of
+ * hits; the first hit's message goes to msg (when msg && len). Thread-safe. */
+uint64_t md__arena_check(md__arena *a, const uint64_t *offs, size_t n, char *msg, size_t len);
+/* Checks every live allocation's red zones and every free block's poison (below the arena's
+ * high-water mark). Cost: proportional to the arena bytes ever used. As md__arena_check. */
+uint64_t md__arena_check_all(md__arena *a, char *msg, size_t len);
+
+/* Records a report that the caller detected about the arena (e.g. a free of a pointer that is
+ * not even this device's): adds one to the counter `which` selects, writes the message to
+ * stderr and keeps it as the last report. Thread-safe. */
+typedef enum md__arena_counter {
+  MD__ARENA_COUNT_NONE = 0,
+  MD__ARENA_COUNT_BAD_FREE = 1,
+  MD__ARENA_COUNT_POISON = 2,
+  MD__ARENA_COUNT_REDZONE = 3
+} md__arena_counter;
+void md__arena_report(md__arena *a, md__arena_counter which, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+void md__arena_stats_get(md__arena *a, md__arena_stats *out);
+/* Copies the last report ("" when none) into buf; returns its full length. */
+size_t md__arena_last_report(md__arena *a, char *buf, size_t len);
+
+#endif
