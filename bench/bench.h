@@ -73,6 +73,8 @@ md_handle mdb_prepare(const mdb_env *env, const char *bench, const md_model *m);
 /* allocate with one prepared model and its input 0 as the role, no desc dims; 0 on failure
  * (status in *st when st is non-NULL; no message). */
 md_token mdb_alloc_input(const mdb_env *env, md_handle prepared, md_status *st);
+/* The same with output 0 as the role. */
+md_token mdb_alloc_output(const mdb_env *env, md_handle prepared, md_status *st);
 
 /* ---- pools ---- */
 /* A memfd of `size` bytes, mapped read+write into this process at *map and touched (every

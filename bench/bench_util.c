@@ -220,6 +220,14 @@ md_token mdb_alloc_input(const mdb_env *env, md_handle prepared, md_status *stp)
   return st == MD_NONE ? t : 0;
 }
 
+md_token mdb_alloc_output(const mdb_env *env, md_handle prepared, md_status *stp) {
+  md_buffer_role role = {.model_index = 0, .io_index = 0, .probability = 1.0f};
+  md_token t = 0;
+  md_status st = env->drv->allocate(env->dev, env->client, NULL, &prepared, 1, NULL, 0, &role, 1, &t);
+  if (stp) *stp = st;
+  return st == MD_NONE ? t : 0;
+}
+
 /* ---- pools ---- */
 
 int mdb_pool_open(mdb_pool *p, size_t size, uint8_t fill) {

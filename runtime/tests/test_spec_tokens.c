@@ -109,19 +109,22 @@ Test(tokens, near_miss_tokens_rejected) {
   md_token live = ready();
   int fd = mdt_memfd(NULL, B23);
   md_memory m = mdt_ashmem(fd, B23);
-  for (int bit = 0; bit < 64; bit++) {
-    md_token f = live ^ (1ull << bit);
-    cr_expect_eq(e.drv->copy_to(e.dev, e.client, f, &m), MD_INVALID_ARGUMENT, "bit %d flipped accepted", bit);
-  }
+  uint32_t accepted = 0;
+  for (int bit = 0; bit < 64; bit++)
+    accepted += e.drv->copy_to(e.dev, e.client, live ^ (1ull << bit), &m) != MD_INVALID_ARGUMENT;
+  cr_expect_eq(accepted, 0u, "%u one-bit flips accepted", accepted);
+  accepted = 0;
   for (int d = 1; d <= 16; d++) {
-    cr_expect_eq(e.drv->copy_to(e.dev, e.client, live + (uint64_t)d, &m), MD_INVALID_ARGUMENT, "+%d", d);
-    cr_expect_eq(e.drv->copy_to(e.dev, e.client, live - (uint64_t)d, &m), MD_INVALID_ARGUMENT, "-%d", d);
+    accepted += e.drv->copy_to(e.dev, e.client, live + (uint64_t)d, &m) != MD_INVALID_ARGUMENT;
+    accepted += e.drv->copy_to(e.dev, e.client, live - (uint64_t)d, &m) != MD_INVALID_ARGUMENT;
   }
+  cr_expect_eq(accepted, 0u, "%u neighbours accepted", accepted);
+  accepted = 0;
   for (uint64_t lo = 0; lo < 4096; lo++) {
     md_token f = (live & ~0xfffull) | lo;
-    if (f == live) continue;
-    cr_expect_eq(e.drv->copy_to(e.dev, e.client, f, &m), MD_INVALID_ARGUMENT, "low bits 0x%" PRIx64, lo);
+    if (f != live) accepted += e.drv->copy_to(e.dev, e.client, f, &m) != MD_INVALID_ARGUMENT;
   }
+  cr_expect_eq(accepted, 0u, "%u other low bits accepted", accepted);
   close(fd);
   mdt_free(&e, live);
 }
@@ -218,11 +221,12 @@ Test(handles, zero_client_rejected) {
 Test(handles, forged_clients_rejected) {
   rng_state = 0x636c69656e747321ull;
   md_leak_report lr;
+  uint32_t accepted = 0;
   for (int i = 0; i < 2000; i++) {
     md_handle c = rng();
-    if (c == e.client) continue;
-    cr_expect_eq(e.drv->close_client(e.dev, c, &lr), MD_INVALID_ARGUMENT, "forged client 0x%016" PRIx64, c);
+    if (c != e.client) accepted += e.drv->close_client(e.dev, c, &lr) != MD_INVALID_ARGUMENT;
   }
+  cr_expect_eq(accepted, 0u, "%u forged clients accepted", accepted);
   md_token t = 0;
   cr_expect_eq(mdt_try_alloc(&e, e.client ^ 1u, P, false, 0, 0, NULL, &t), MD_INVALID_ARGUMENT);
 }
@@ -267,12 +271,12 @@ Test(handles, zero_prepared_rejected) {
 
 Test(handles, forged_prepared_rejected) {
   rng_state = 0x7072657061726564ull;
+  uint32_t accepted = 0;
   for (int i = 0; i < 2000; i++) {
     md_handle f = rng();
-    if (f == P) continue;
-    cr_expect_eq(e.drv->release_prepared_model(e.dev, e.client, f), MD_INVALID_ARGUMENT,
-                 "forged prepared 0x%016" PRIx64, f);
+    if (f != P) accepted += e.drv->release_prepared_model(e.dev, e.client, f) != MD_INVALID_ARGUMENT;
   }
+  cr_expect_eq(accepted, 0u, "%u forged prepared handles accepted", accepted);
   for (int bit = 0; bit < 64; bit++)
     cr_expect_eq(exec_plain(e.client, P ^ (1ull << bit)), MD_INVALID_ARGUMENT, "bit %d", bit);
   cr_expect_eq(exec_plain(e.client, P), MD_NONE, "%s", e.drv->last_error(e.dev));
@@ -343,12 +347,12 @@ Test(handles, zero_and_forged_events_rejected) {
   cr_expect_eq(e.drv->wait_event(e.dev, e.client, 0, UINT64_MAX, sh, 1, &tm), MD_INVALID_ARGUMENT);
   md_handle ev = start_async(e.client, P);
   rng_state = 0x6576656e74733f21ull;
+  uint32_t accepted = 0;
   for (int i = 0; i < 2000; i++) {
     md_handle f = rng();
-    if (f == ev) continue;
-    cr_expect_eq(e.drv->wait_event(e.dev, e.client, f, 0, sh, 1, &tm), MD_INVALID_ARGUMENT,
-                 "forged event 0x%016" PRIx64, f);
+    if (f != ev) accepted += e.drv->wait_event(e.dev, e.client, f, 0, sh, 1, &tm) != MD_INVALID_ARGUMENT;
   }
+  cr_expect_eq(accepted, 0u, "%u forged events accepted", accepted);
   cr_expect_eq(e.drv->wait_event(e.dev, e.client, ev, UINT64_MAX, sh, 1, &tm), MD_NONE);
 }
 

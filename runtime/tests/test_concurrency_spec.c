@@ -1,0 +1,532 @@
+/* test_concurrency_spec.c - black-box rules of SPEC section 6 with real threads: concurrent
+ * readers all succeed; racing writers never crash, hang or touch another buffer; handles die
+ * at once for new calls while in-flight uses finish; last_error is per thread.
+ *
+ * Threads start together on a pthread barrier; nothing sleeps and nothing is timed. Worker
+ * threads never call Criterion asserts (they are not thread-safe): they count what they saw
+ * and the main thread asserts. Also built under ThreadSanitizer (the file name says
+ * "concurrency"). */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "support.h"
+
+static mdt_env e;
+static md_handle P; /* ADD float32 [2,3] */
+static const uint32_t D23[2] = {2, 3};
+#define B23 24u
+#define NT 4
+
+static void setup(void) {
+  mdt_env_open(&e, NULL);
+  mdt_model b;
+  P = mdt_prepare(&e, mdt_add_model(&b, 2, D23, 2, D23, 2, D23, 0));
+}
+static void teardown(void) {
+  if (P) e.drv->release_prepared_model(e.dev, e.client, P);
+  mdt_env_close(&e, 0);
+}
+TestSuite(concurrency, .init = setup, .fini = teardown);
+
+static const float A[6] = {1, 2, 3, 4, 5, 6}, B[6] = {10, 20, 30, 40, 50, 60};
+
+/* ---- thread-safe, assert-free helpers ---- */
+
+static int raw_memfd(const void *data, size_t n) {
+  int fd = memfd_create("mdt-thread", MFD_CLOEXEC);
+  if (fd < 0) return -1;
+  if (ftruncate(fd, (off_t)n) != 0 || (data && pwrite(fd, data, n, 0) != (ssize_t)n)) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/* Per-thread pools: in1 holds B, out receives the result. */
+typedef struct tpools {
+  int in1, out;
+} tpools;
+static int tpools_open(tpools *p) {
+  p->in1 = raw_memfd(B, B23);
+  p->out = raw_memfd(NULL, B23);
+  return p->in1 >= 0 && p->out >= 0;
+}
+static void tpools_close(tpools *p) {
+  if (p->in1 >= 0) close(p->in1);
+  if (p->out >= 0) close(p->out);
+}
+
+/* client executes prep with input 0 = token t, input 1 = B, output on pool out. On MD_NONE,
+ * *ok tells whether the output is A + B. */
+static md_status exec_token_in(md_handle client, md_handle prep, md_token t, const tpools *tp, int *ok) {
+  md_request_arg in[2], out[1];
+  md_request_pool pools[3];
+  memset(in, 0, sizeof in);
+  memset(out, 0, sizeof out);
+  memset(pools, 0, sizeof pools);
+  pools[0].is_token = 1;
+  pools[0].token = t;
+  pools[1].memory = mdt_ashmem(tp->in1, B23);
+  pools[2].memory = mdt_ashmem(tp->out, B23);
+  in[0].pool = 0;
+  in[1].pool = 1;
+  in[1].length = B23;
+  out[0].pool = 2;
+  out[0].length = B23;
+  md_request req = {2, in, 1, out, 3, pools};
+  md_output_shape sh[1];
+  md_timing tm;
+  md_status st = e.drv->execute(e.dev, client, prep, &req, sh, 1, &tm);
+  if (st == MD_NONE && ok) {
+    float o[6];
+    *ok = pread(tp->out, o, B23, 0) == (ssize_t)B23;
+    for (int i = 0; i < 6 && *ok; i++) *ok = o[i] == A[i] + B[i];
+  }
+  return st;
+}
+
+static md_status copy_to_raw(md_handle client, md_token t, float *out) {
+  int fd = raw_memfd(NULL, B23);
+  if (fd < 0) return MD_GENERAL_FAILURE;
+  md_memory m = mdt_ashmem(fd, B23);
+  md_status st = e.drv->copy_to(e.dev, client, t, &m);
+  if (st == MD_NONE && pread(fd, out, B23, 0) != (ssize_t)B23) st = MD_GENERAL_FAILURE;
+  close(fd);
+  return st;
+}
+
+static md_status copy_from_raw(md_handle client, md_token t, const float *v) {
+  int fd = raw_memfd(v, B23);
+  if (fd < 0) return MD_GENERAL_FAILURE;
+  md_memory m = mdt_ashmem(fd, B23);
+  md_status st = e.drv->copy_from(e.dev, client, t, &m, 0, NULL);
+  close(fd);
+  return st;
+}
+
+static int known_status(md_status st) {
+  switch (st) {
+    case MD_NONE: case MD_DEVICE_UNAVAILABLE: case MD_GENERAL_FAILURE: case MD_OUTPUT_INSUFFICIENT_SIZE:
+    case MD_INVALID_ARGUMENT: case MD_MISSED_DEADLINE_TRANSIENT: case MD_MISSED_DEADLINE_PERSISTENT:
+    case MD_RESOURCE_EXHAUSTED_TRANSIENT: case MD_RESOURCE_EXHAUSTED_PERSISTENT: case MD_DEAD_OBJECT:
+      return 1;
+  }
+  return 0;
+}
+
+static pthread_barrier_t bar;
+
+static void run_threads(int n, void *(*fn)(void *), void *args, size_t arg_size) {
+  pthread_t th[16];
+  cr_assert_leq(n, 16);
+  for (int i = 0; i < n; i++)
+    cr_assert_eq(pthread_create(&th[i], NULL, fn, (char *)args + (size_t)i * arg_size), 0);
+  for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
+}
+
+/* ---- concurrent readers ---- */
+
+typedef struct reader_arg {
+  md_token t;
+  int iters;
+  int bad_status, bad_value, setup_failed;
+} reader_arg;
+
+static void *reader(void *p) {
+  reader_arg *a = p;
+  tpools tp;
+  a->setup_failed = !tpools_open(&tp);
+  pthread_barrier_wait(&bar);
+  for (int i = 0; i < a->iters && !a->setup_failed; i++) {
+    int ok = 0;
+    if (i & 1) {
+      float o[6];
+      md_status st = copy_to_raw(e.client, a->t, o);
+      if (st != MD_NONE) a->bad_status++;
+      else if (memcmp(o, A, B23) != 0) a->bad_value++;
+    } else {
+      md_status st = exec_token_in(e.client, P, a->t, &tp, &ok);
+      if (st != MD_NONE) a->bad_status++;
+      else if (!ok) a->bad_value++;
+    }
+  }
+  tpools_close(&tp);
+  return NULL;
+}
+
+Test(concurrency, concurrent_readers_all_succeed) {
+  md_token t = mdt_alloc(&e, P, false, 0, 0, NULL);
+  cr_assert_eq(mdt_copy_from(&e, e.client, t, A, B23, 0, NULL), MD_NONE);
+  reader_arg args[NT];
+  memset(args, 0, sizeof args);
+  for (int i = 0; i < NT; i++) {
+    args[i].t = t;
+    args[i].iters = 200;
+  }
+  pthread_barrier_init(&bar, NULL, NT);
+  run_threads(NT, reader, args, sizeof args[0]);
+  pthread_barrier_destroy(&bar);
+  for (int i = 0; i < NT; i++) {
+    cr_expect_eq(args[i].setup_failed, 0);
+    cr_expect_eq(args[i].bad_status, 0, "reader %d: %d calls failed", i, args[i].bad_status);
+    cr_expect_eq(args[i].bad_value, 0, "reader %d: %d wrong results", i, args[i].bad_value);
+  }
+  mdt_free(&e, t);
+}
+
+/* ---- racing writers ---- */
+
+typedef struct writer_arg {
+  int role; /* 0,1: writers (copy_from / execute), 2: reader of the raced buffer, 3: sentinel checker */
+  md_token w, s;
+  int iters;
+  int unknown_status, sentinel_broken, setup_failed;
+} writer_arg;
+
+static void *writer(void *p) {
+  writer_arg *a = p;
+  tpools tp;
+  a->setup_failed = !tpools_open(&tp);
+  float mine[6];
+  for (int i = 0; i < 6; i++) mine[i] = (float)(a->role * 1000 + i);
+  pthread_barrier_wait(&bar);
+  for (int i = 0; i < a->iters && !a->setup_failed; i++) {
+    md_status st = MD_NONE;
+    float o[6];
+    switch (a->role) {
+      case 0: st = copy_from_raw(e.client, a->w, mine); break;
+      case 1: {
+        /* W as the output of A + B (its input 0 is the sentinel S, read concurrently). */
+        md_request_arg in[2], out[1];
+        md_request_pool pools[3];
+        memset(in, 0, sizeof in);
+        memset(out, 0, sizeof out);
+        memset(pools, 0, sizeof pools);
+        pools[0].is_token = 1;
+        pools[0].token = a->s;
+        pools[1].memory = mdt_ashmem(tp.in1, B23);
+        pools[2].is_token = 1;
+        pools[2].token = a->w;
+        in[1].pool = 1;
+        in[1].length = B23;
+        out[0].pool = 2;
+        md_request req = {2, in, 1, out, 3, pools};
+        md_output_shape sh[1];
+        md_timing tm;
+        st = e.drv->execute(e.dev, e.client, P, &req, sh, 1, &tm);
+        break;
+      }
+      case 2: st = copy_to_raw(e.client, a->w, o); break;
+      default:
+        st = copy_to_raw(e.client, a->s, o);
+        if (st != MD_NONE || memcmp(o, A, B23) != 0) a->sentinel_broken++;
+        break;
+    }
+    if (!known_status(st)) a->unknown_status++;
+  }
+  tpools_close(&tp);
+  return NULL;
+}
+
+Test(concurrency, racing_writers_never_crash_or_corrupt_another_buffer) {
+  md_token w = mdt_alloc_inout(&e, P, 0, 0, 0, NULL);
+  md_token s = mdt_alloc(&e, P, false, 0, 0, NULL);
+  cr_assert_eq(mdt_copy_from(&e, e.client, s, A, B23, 0, NULL), MD_NONE);
+  writer_arg args[NT];
+  memset(args, 0, sizeof args);
+  for (int i = 0; i < NT; i++) {
+    args[i].role = i;
+    args[i].w = w;
+    args[i].s = s;
+    args[i].iters = 300;
+  }
+  pthread_barrier_init(&bar, NULL, NT);
+  run_threads(NT, writer, args, sizeof args[0]);
+  pthread_barrier_destroy(&bar);
+  for (int i = 0; i < NT; i++) {
+    cr_expect_eq(args[i].setup_failed, 0);
+    cr_expect_eq(args[i].unknown_status, 0, "thread %d got statuses outside md_status", i);
+  }
+  cr_expect_eq(args[3].sentinel_broken, 0, "the sentinel buffer changed %d times", args[3].sentinel_broken);
+  /* The raced buffer is still a working buffer. */
+  cr_expect_eq(mdt_copy_from(&e, e.client, w, B, B23, 0, NULL), MD_NONE, "%s", e.drv->last_error(e.dev));
+  float o[6];
+  cr_expect_eq(mdt_copy_to(&e, e.client, w, o, B23), MD_NONE);
+  cr_expect(memcmp(o, B, B23) == 0);
+  mdt_free(&e, w);
+  mdt_free(&e, s);
+}
+
+/* ---- a handle dies at once for new calls; in-flight calls finish ---- */
+
+typedef struct user_arg {
+  md_handle client, prep;
+  md_token t;
+  atomic_int *dead; /* set by the main thread once the release call has returned */
+  int iters;
+  int ok_before, bad_before, accepted_after, wrong_status, wrong_value, setup_failed;
+} user_arg;
+
+static void *token_user(void *p) {
+  user_arg *a = p;
+  tpools tp;
+  a->setup_failed = !tpools_open(&tp);
+  pthread_barrier_wait(&bar);
+  for (int i = 0; i < a->iters && !a->setup_failed; i++) {
+    int dead_before = atomic_load(a->dead);
+    int ok = 0;
+    md_status st = exec_token_in(a->client, a->prep, a->t, &tp, &ok);
+    if (dead_before && st != MD_INVALID_ARGUMENT) a->accepted_after++;
+    if (st == MD_NONE) {
+      a->ok_before++;
+      if (!ok) a->wrong_value++;
+    } else if (st != MD_INVALID_ARGUMENT) {
+      a->wrong_status++;
+    }
+    if (dead_before && i > 8) break; /* seen it dead a few times */
+  }
+  tpools_close(&tp);
+  return NULL;
+}
+
+static void check_users(const user_arg *args, int n) {
+  for (int i = 0; i < n; i++) {
+    cr_expect_eq(args[i].setup_failed, 0);
+    cr_expect_eq(args[i].accepted_after, 0, "thread %d: %d calls accepted a dead handle", i, args[i].accepted_after);
+    cr_expect_eq(args[i].wrong_status, 0, "thread %d: %d calls neither NONE nor INVALID_ARGUMENT", i,
+                 args[i].wrong_status);
+    cr_expect_eq(args[i].wrong_value, 0, "thread %d: %d wrong results", i, args[i].wrong_value);
+  }
+}
+
+/* Starts n-1 user threads and plays the killer on the calling thread after the barrier. */
+static void race_release(user_arg *args, int n_users, void (*kill)(void *), void *ctx, atomic_int *dead) {
+  pthread_t th[8];
+  pthread_barrier_init(&bar, NULL, (unsigned)n_users + 1u);
+  for (int i = 0; i < n_users; i++) cr_assert_eq(pthread_create(&th[i], NULL, token_user, &args[i]), 0);
+  pthread_barrier_wait(&bar);
+  kill(ctx);
+  atomic_store(dead, 1);
+  for (int i = 0; i < n_users; i++) pthread_join(th[i], NULL);
+  pthread_barrier_destroy(&bar);
+}
+
+static md_status kill_status;
+static void kill_token(void *ctx) { kill_status = e.drv->free_buffer(e.dev, e.client, *(md_token *)ctx); }
+static void kill_prepared(void *ctx) {
+  kill_status = e.drv->release_prepared_model(e.dev, e.client, *(md_handle *)ctx);
+}
+static md_leak_report kill_leaks;
+static void kill_client(void *ctx) { kill_status = e.drv->close_client(e.dev, *(md_handle *)ctx, &kill_leaks); }
+
+Test(concurrency, free_buffer_while_other_threads_execute_with_it) {
+  md_token t = mdt_alloc(&e, P, false, 0, 0, NULL);
+  cr_assert_eq(mdt_copy_from(&e, e.client, t, A, B23, 0, NULL), MD_NONE);
+  atomic_int dead = 0;
+  user_arg args[NT - 1];
+  memset(args, 0, sizeof args);
+  for (int i = 0; i < NT - 1; i++) {
+    args[i] = (user_arg){.client = e.client, .prep = P, .t = t, .dead = &dead, .iters = 100000};
+  }
+  race_release(args, NT - 1, kill_token, &t, &dead);
+  cr_expect_eq(kill_status, MD_NONE);
+  check_users(args, NT - 1);
+  cr_expect_eq(e.drv->free_buffer(e.dev, e.client, t), MD_INVALID_ARGUMENT);
+}
+
+Test(concurrency, release_prepared_while_other_threads_execute_with_it) {
+  mdt_model b;
+  md_handle q = mdt_prepare(&e, mdt_add_model(&b, 2, D23, 2, D23, 2, D23, 0));
+  md_token t = mdt_alloc(&e, q, false, 0, 0, NULL);
+  cr_assert_eq(mdt_copy_from(&e, e.client, t, A, B23, 0, NULL), MD_NONE);
+  atomic_int dead = 0;
+  user_arg args[NT - 1];
+  memset(args, 0, sizeof args);
+  for (int i = 0; i < NT - 1; i++) {
+    args[i] = (user_arg){.client = e.client, .prep = q, .t = t, .dead = &dead, .iters = 100000};
+  }
+  race_release(args, NT - 1, kill_prepared, &q, &dead);
+  cr_expect_eq(kill_status, MD_NONE);
+  check_users(args, NT - 1);
+  mdt_free(&e, t);
+}
+
+Test(concurrency, close_client_while_its_calls_are_in_flight) {
+  md_handle c2 = mdt_open_client(&e);
+  mdt_model b;
+  md_handle q = mdt_prepare_for(&e, c2, mdt_add_model(&b, 2, D23, 2, D23, 2, D23, 0));
+  md_token t = 0;
+  cr_assert_eq(mdt_try_alloc(&e, c2, q, false, 0, 0, NULL, &t), MD_NONE);
+  cr_assert_eq(mdt_copy_from(&e, c2, t, A, B23, 0, NULL), MD_NONE);
+  atomic_int dead = 0;
+  user_arg args[NT - 1];
+  memset(args, 0, sizeof args);
+  for (int i = 0; i < NT - 1; i++) {
+    args[i] = (user_arg){.client = c2, .prep = q, .t = t, .dead = &dead, .iters = 100000};
+  }
+  race_release(args, NT - 1, kill_client, &c2, &dead);
+  cr_expect_eq(kill_status, MD_NONE);
+  cr_expect_eq(kill_leaks.buffers, 1u);
+  cr_expect_eq(kill_leaks.prepared_models, 1u);
+  check_users(args, NT - 1);
+}
+
+Test(concurrency, free_buffer_while_async_executions_use_it) {
+  for (int round = 0; round < 50; round++) {
+    md_token in = mdt_alloc(&e, P, false, 0, 0, NULL), out = mdt_alloc(&e, P, true, 0, 0, NULL);
+    cr_assert_eq(mdt_copy_from(&e, e.client, in, A, B23, 0, NULL), MD_NONE);
+    mdt_request r1, r2;
+    mdt_req_init(&r1);
+    mdt_req_in_token(&r1, in, 0, NULL);
+    mdt_req_in_data(&r1, B, B23, 0, NULL);
+    mdt_req_out_pool(&r1, B23, 0, NULL);
+    mdt_req_init(&r2);
+    mdt_req_in_token(&r2, in, 0, NULL);
+    mdt_req_in_data(&r2, B, B23, 0, NULL);
+    mdt_req_out_token(&r2, out, 0, NULL);
+    md_handle ev1 = 0, ev2 = 0;
+    cr_assert_eq(e.drv->execute_async(e.dev, e.client, P, mdt_req(&r1), &ev1), MD_NONE, "%s", e.drv->last_error(e.dev));
+    cr_assert_eq(e.drv->execute_async(e.dev, e.client, P, mdt_req(&r2), &ev2), MD_NONE, "%s", e.drv->last_error(e.dev));
+    cr_expect_eq(e.drv->free_buffer(e.dev, e.client, in), MD_NONE);
+    cr_expect_eq(e.drv->free_buffer(e.dev, e.client, out), MD_NONE);
+    md_output_shape sh[1];
+    md_timing tm;
+    cr_expect_eq(e.drv->wait_event(e.dev, e.client, ev1, UINT64_MAX, sh, 1, &tm), MD_NONE, "round %d", round);
+    cr_expect_eq(e.drv->wait_event(e.dev, e.client, ev2, UINT64_MAX, sh, 1, &tm), MD_NONE, "round %d", round);
+    float o[6];
+    mdt_req_read_out(&r1, 0, o, B23);
+    for (int i = 0; i < 6; i++) cr_expect_eq(o[i], A[i] + B[i], "round %d", round);
+    mdt_req_fini(&r1);
+    mdt_req_fini(&r2);
+  }
+}
+
+/* ---- other shared state ---- */
+
+typedef struct waiter_arg {
+  md_handle ev;
+  md_status st;
+} waiter_arg;
+
+static void *waiter(void *p) {
+  waiter_arg *a = p;
+  md_output_shape sh[1];
+  md_timing tm;
+  pthread_barrier_wait(&bar);
+  a->st = e.drv->wait_event(e.dev, e.client, a->ev, UINT64_MAX, sh, 1, &tm);
+  return NULL;
+}
+
+Test(concurrency, concurrent_waits_on_one_event_consume_it_once) {
+  for (int round = 0; round < 20; round++) {
+    mdt_request r;
+    mdt_req_init(&r);
+    mdt_req_in_data(&r, A, B23, 0, NULL);
+    mdt_req_in_data(&r, B, B23, 0, NULL);
+    mdt_req_out_pool(&r, B23, 0, NULL);
+    md_handle ev = 0;
+    cr_assert_eq(e.drv->execute_async(e.dev, e.client, P, mdt_req(&r), &ev), MD_NONE);
+    waiter_arg args[2] = {{ev, MD_DEAD_OBJECT}, {ev, MD_DEAD_OBJECT}};
+    pthread_barrier_init(&bar, NULL, 2);
+    run_threads(2, waiter, args, sizeof args[0]);
+    pthread_barrier_destroy(&bar);
+    int none = (args[0].st == MD_NONE) + (args[1].st == MD_NONE);
+    int inval = (args[0].st == MD_INVALID_ARGUMENT) + (args[1].st == MD_INVALID_ARGUMENT);
+    cr_expect(none == 1 && inval == 1, "round %d: statuses %d and %d", round, (int)args[0].st, (int)args[1].st);
+    mdt_req_fini(&r);
+  }
+}
+
+typedef struct alloc_arg {
+  md_handle client, prep;
+  md_token tokens[100];
+  int failures, setup_failed;
+} alloc_arg;
+
+static void *allocator(void *p) {
+  alloc_arg *a = p;
+  pthread_barrier_wait(&bar);
+  for (int i = 0; i < 100; i++) {
+    md_buffer_desc desc = {0, NULL};
+    md_buffer_role role = {0, 0, 1.0f};
+    md_handle prep = a->prep;
+    if (e.drv->allocate(e.dev, a->client, &desc, &prep, 1, &role, 1, NULL, 0, &a->tokens[i]) != MD_NONE)
+      a->failures++;
+    if (i % 3 == 2) { /* free some as we go: slots get reused under contention */
+      if (e.drv->free_buffer(e.dev, a->client, a->tokens[i - 1]) != MD_NONE) a->failures++;
+      a->tokens[i - 1] = 0;
+    }
+  }
+  return NULL;
+}
+
+Test(concurrency, concurrent_allocations_in_many_clients_get_distinct_tokens) {
+  alloc_arg args[NT];
+  memset(args, 0, sizeof args);
+  mdt_model b;
+  for (int i = 0; i < NT; i++) {
+    args[i].client = mdt_open_client(&e);
+    args[i].prep = mdt_prepare_for(&e, args[i].client, mdt_add_model(&b, 2, D23, 2, D23, 2, D23, 0));
+  }
+  pthread_barrier_init(&bar, NULL, NT);
+  run_threads(NT, allocator, args, sizeof args[0]);
+  pthread_barrier_destroy(&bar);
+  int repeats = 0, foreign_ok = 0;
+  for (int i = 0; i < NT; i++) {
+    cr_expect_eq(args[i].failures, 0, "client %d: %d failures", i, args[i].failures);
+    for (int k = 0; k < 100; k++) {
+      md_token t = args[i].tokens[k];
+      if (!t) continue;
+      for (int j = 0; j <= i; j++)
+        for (int l = 0; l < (j == i ? k : 100); l++) repeats += t == args[j].tokens[l];
+      /* and nobody else can use it */
+      float o[6];
+      foreign_ok += copy_to_raw(args[(i + 1) % NT].client, t, o) != MD_INVALID_ARGUMENT;
+    }
+  }
+  cr_expect_eq(repeats, 0, "%d tokens issued twice", repeats);
+  cr_expect_eq(foreign_ok, 0, "%d tokens usable by another client", foreign_ok);
+  for (int i = 0; i < NT; i++) {
+    md_leak_report lr;
+    mdt_close_client(&e, args[i].client, &lr);
+    cr_expect_eq(lr.buffers, 67u, "client %d", i); /* 100 allocated, 33 freed */
+    cr_expect_eq(lr.prepared_models, 1u);
+  }
+}
+
+typedef struct err_arg {
+  int which;
+  int own_message;
+} err_arg;
+
+static void *err_thread(void *p) {
+  err_arg *a = p;
+  if (a->which == 0) {
+    (void)e.drv->free_buffer(e.dev, e.client, 0x00c0ffee00c0ffeeull);
+  } else {
+    md_buffer_desc desc = {0, NULL};
+    md_buffer_role role = {0, 0, 0.0f};
+    md_token t = 0;
+    md_handle prep = P;
+    (void)e.drv->allocate(e.dev, e.client, &desc, &prep, 1, &role, 1, NULL, 0, &t);
+  }
+  pthread_barrier_wait(&bar); /* both have failed before either reads */
+  const char *msg = e.drv->last_error(e.dev);
+  a->own_message = msg && strstr(msg, a->which == 0 ? "token" : "probability") != NULL &&
+                   strstr(msg, a->which == 0 ? "probability" : "c0ffee") == NULL;
+  return NULL;
+}
+
+Test(concurrency, last_error_is_per_thread) {
+  err_arg args[2] = {{0, 0}, {1, 0}};
+  pthread_barrier_init(&bar, NULL, 2);
+  run_threads(2, err_thread, args, sizeof args[0]);
+  pthread_barrier_destroy(&bar);
+  cr_expect(args[0].own_message, "the free_buffer thread did not read its own message");
+  cr_expect(args[1].own_message, "the allocate thread did not read its own message");
+}
