@@ -116,6 +116,7 @@ typedef struct mdb_pop {
   long rss0_kb;              /* VmRSS before the first buffer */
   long rss_kb, hwm_kb;       /* VmRSS and VmHWM after the last growth */
   long arena_rss_kb;         /* Rss of the arena mapping after the last growth; -1 unknown */
+  size_t heap0, heap;        /* malloc'd bytes in use (mallinfo2) before the first buffer / now */
   uint64_t grow_ns;          /* wall time spent in allocate */
   size_t grown_from0;        /* buffers allocated since rss0_kb (all of them) */
 } mdb_pop;

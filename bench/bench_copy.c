@@ -4,10 +4,12 @@
  * The buffer has fully known dims (a RELU [n/4] input role), so its device memory exists from
  * allocate on. The pools are ASHMEM memfds, touched by this process before timing; the driver
  * maps them once (its per-client pool cache) and reuses the mapping on every call. memcpy runs
- * between two touched malloc'd buffers of the same size. The three operations are interleaved
- * repetition by repetition, so that a noisy neighbour slows all of them alike; each figure is
- * a median. Small sizes are timed in groups of operations so that the clock's own cost does
- * not count. */
+ * between two touched malloc'd buffers of the same size. The three operations take turns in
+ * short blocks (one untimed, then a few timed), so that a noisy neighbour slows all of them
+ * alike and each timed sample finds its own buffers as warm as its own previous run left them
+ * (at 1 MiB the caches hold them; a copy_to right after a copy_from would otherwise read a
+ * hot source that memcpy does not get). Each figure is a median. Small sizes are timed in
+ * groups of operations so that the clock's own cost does not count. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,21 +20,50 @@
 typedef struct size_case {
   size_t bytes;
   const char *label;
-  unsigned reps_full, reps_quick, group;
+  unsigned rounds_full, rounds_quick;   /* rounds of the three operations */
+  unsigned per_round;                   /* timed samples of each operation in a round */
+  unsigned group;                       /* operations per timed sample */
 } size_case;
 
 static const size_case cases[] = {
-    {4096, "4KiB", 2000, 400, 32},
-    {1u << 20, "1MiB", 200, 40, 1},
-    {64u << 20, "64MiB", 15, 5, 1},
+    {4096, "4KiB", 200, 50, 5, 32},
+    {1u << 20, "1MiB", 60, 15, 3, 1},
+    {64u << 20, "64MiB", 10, 4, 1, 1},
 };
 
 #define barrier() __asm__ __volatile__("" ::: "memory")
 
+enum { OP_MEMCPY = 0, OP_FROM = 1, OP_TO = 2 };
+
+typedef struct copy_ctx {
+  mdb_env *env;
+  md_token tok;
+  mdb_pool *src, *dst;
+  uint8_t *ha, *hb;
+  size_t n;
+} copy_ctx;
+
+/* g operations of kind op; MD_NONE or the driver's status. */
+static md_status do_op(const copy_ctx *c, int op, unsigned g) {
+  md_status st = MD_NONE;
+  for (unsigned k = 0; k < g && st == MD_NONE; k++) {
+    if (op == OP_MEMCPY) {
+      memcpy(c->hb, c->ha, c->n);
+      barrier();
+    } else if (op == OP_FROM) {
+      st = c->env->drv->copy_from(c->env->dev, c->env->client, c->tok, &c->src->mem, 0, NULL);
+    } else {
+      st = c->env->drv->copy_to(c->env->dev, c->env->client, c->tok, &c->dst->mem);
+    }
+  }
+  return st;
+}
+
 static int run_size(mdb_env *env, const size_case *c, bool quick) {
   const char *B = "copy";
   size_t n = c->bytes;
-  unsigned reps = quick ? c->reps_quick : c->reps_full, g = c->group;
+  unsigned rounds = quick ? c->rounds_quick : c->rounds_full, per = c->per_round, g = c->group;
+  unsigned reps = rounds * per;
   mdb_model mb;
   uint32_t dims[1] = {(uint32_t)(n / sizeof(float))};
   md_handle prep = mdb_prepare(env, B, mdb_relu_model(&mb, 1, dims));
@@ -55,29 +86,26 @@ static int run_size(mdb_env *env, const size_case *c, bool quick) {
   }
   memset(ha, 0x5A, n);
   memset(hb, 0, n);
-  for (unsigned r = 0; r < reps + 2; r++) {
-    uint64_t t0 = mdb_now_ns();
-    for (unsigned k = 0; k < g; k++) {
-      memcpy(hb, ha, n);
-      barrier();
+  copy_ctx cx = {.env = env, .tok = tok, .src = &src, .dst = &dst, .ha = ha, .hb = hb, .n = n};
+  double *tv[3] = {tm, tf, tt};
+  static const char *const opname[3] = {"memcpy", "copy_from", "copy_to"};
+  size_t ns = 0;
+  for (unsigned r = 0; r < rounds; r++) {
+    /* Each operation's block starts with an untimed one, so that every timed sample finds
+     * its own two buffers as warm as its previous run left them, whichever ran before. */
+    for (int op = 0; op < 3; op++) {
+      for (unsigned k = 0; k <= per; k++) {
+        uint64_t t0 = mdb_now_ns();
+        st = do_op(&cx, op, g);
+        uint64_t dt = mdb_now_ns() - t0;
+        if (st != MD_NONE) {
+          mdb_fail(B, "%s %s: status %d: %s", opname[op], c->label, (int)st, env->drv->last_error(env->dev));
+          goto out;
+        }
+        if (k) tv[op][ns + k - 1] = (double)dt / g;
+      }
     }
-    uint64_t t1 = mdb_now_ns();
-    for (unsigned k = 0; k < g && (st = env->drv->copy_from(env->dev, env->client, tok, &src.mem, 0, NULL)) == MD_NONE; k++) {}
-    uint64_t t2 = mdb_now_ns();
-    if (st != MD_NONE) {
-      mdb_fail(B, "copy_from %s: status %d: %s", c->label, (int)st, env->drv->last_error(env->dev));
-      goto out;
-    }
-    for (unsigned k = 0; k < g && (st = env->drv->copy_to(env->dev, env->client, tok, &dst.mem)) == MD_NONE; k++) {}
-    uint64_t t3 = mdb_now_ns();
-    if (st != MD_NONE) {
-      mdb_fail(B, "copy_to %s: status %d: %s", c->label, (int)st, env->drv->last_error(env->dev));
-      goto out;
-    }
-    if (r < 2) continue;   /* warm-up: first mapping of the pools, first touch */
-    tm[r - 2] = (double)(t1 - t0) / g;
-    tf[r - 2] = (double)(t2 - t1) / g;
-    tt[r - 2] = (double)(t3 - t2) / g;
+    ns += per;
   }
   mdb_sink(hb[n - 1]);
   if (memcmp(dst.map, src.map, n) != 0) {

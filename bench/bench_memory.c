@@ -45,7 +45,8 @@ int mdb_bench_memory(const mdb_opts *o) {
           p->data_bytes, hentry, bobj);
   mdb_row("memory_1M_buffers", "MiB", (rss_b - arena_b) / 1048576.0, arena_b / 1048576.0, NAN, "<= 256 MiB",
           (rss_b - arena_b) / 1048576.0 <= 256.0 ? MDB_PASS : MDB_MISS,
-          "%.0f live; baseline: arena MiB; VmRSS +%.0f MiB, VmHWM %.0f MiB; allocate %.2f us each", n,
-          rss_b / 1048576.0, (double)p->hwm_kb / 1024.0, (double)p->grow_ns / n / 1e3);
+          "%.0f live; baseline: arena MiB; VmRSS +%.0f MiB, VmHWM %.0f MiB; malloc +%.0f B/buffer; allocate %.2f us each",
+          n, rss_b / 1048576.0, (double)p->hwm_kb / 1024.0, (double)(p->heap - p->heap0) / n,
+          (double)p->grow_ns / n / 1e3);
   return 0;
 }

@@ -14,6 +14,12 @@
 
 static mdb_pop *pop;
 
+/* Bytes malloc has handed out (small chunks and mmapped ones), chunk headers included. */
+static size_t heap_in_use(void) {
+  struct mallinfo2 mi = mallinfo2();
+  return mi.uordblks + mi.hblkhd;
+}
+
 mdb_pop *mdb_pop_get(const char *bench) {
   if (pop) return pop;
   mdb_pop *p = calloc(1, sizeof *p);
@@ -45,6 +51,7 @@ mdb_pop *mdb_pop_get(const char *bench) {
    * here on is the driver's. */
   memset(p->tokens, 0, p->cap * sizeof *p->tokens);
   memset(p->seq, 0, p->seq_len * sizeof *p->seq);
+  p->heap0 = p->heap = heap_in_use();
   p->rss0_kb = p->rss_kb = mdb_status_kb("VmRSS");
   p->hwm_kb = mdb_status_kb("VmHWM");
   p->arena_rss_kb = -1;
@@ -77,6 +84,7 @@ int mdb_pop_grow(mdb_pop *p, const char *bench, size_t n) {
   }
   p->grow_ns += mdb_now_ns() - t0;
   p->grown_from0 = p->n;
+  p->heap = heap_in_use();
   p->rss_kb = mdb_status_kb("VmRSS");
   p->hwm_kb = mdb_status_kb("VmHWM");
   const void *a = arena_addr(p);

@@ -1,14 +1,17 @@
-# md_testing.cmake - registering Criterion test executables with CTest.
+# md_testing.cmake - Criterion test executables and their CTest registration.
 #
-# md_criterion_test(<target>): adds the test, labels files whose name contains "concurrency"
-# for the ThreadSanitizer suite, and under MD_SANITIZE=thread starts the binary through
-# scripts/criterion-tsan.sh (Criterion's sandbox sometimes cannot start under TSan).
-function(md_criterion_test target)
-  if(MD_SANITIZE MATCHES "thread")
-    add_test(NAME ${target} COMMAND ${PROJECT_SOURCE_DIR}/scripts/criterion-tsan.sh $<TARGET_FILE:${target}> --jobs 2)
+# md_test_executable(<target> <sources>...): an executable linked with Criterion. A target whose
+# name contains "concurrency" is in the ThreadSanitizer suite (label "concurrency"); under
+# MD_SANITIZE=thread it is built against runtime/tests/tsan_runner instead, because Criterion
+# 2.4.1 cannot start under TSan (see tsan_runner/criterion/criterion.h).
+function(md_test_executable target)
+  add_executable(${target} ${ARGN})
+  if(MD_SANITIZE MATCHES "thread" AND target MATCHES "concurrency")
+    target_link_libraries(${target} PRIVATE md_tsan_runner)
   else()
-    add_test(NAME ${target} COMMAND ${target} --jobs 2)
+    target_link_libraries(${target} PRIVATE PkgConfig::CRITERION)
   endif()
+  add_test(NAME ${target} COMMAND ${target} --jobs 2)
   if(target MATCHES "concurrency")
     set_tests_properties(${target} PROPERTIES LABELS "concurrency")
   endif()

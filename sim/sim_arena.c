@@ -27,8 +27,10 @@ typedef struct blk {
   uint64_t span;                /* arena bytes, a multiple of G */
   uint64_t size;                /* payload bytes of a used block; 0 when free */
   struct blk *prev, *next;      /* neighbours in address order */
-  struct blk *fprev, *fnext;    /* free: the list of its size class */
-  struct blk *l, *r;            /* used: AVL children, keyed by off */
+  union {                       /* a block is in one of the two indexes at a time */
+    struct { struct blk *fprev, *fnext; };   /* free: the list of its size class */
+    struct { struct blk *l, *r; };           /* used: AVL children, keyed by off */
+  };
   int32_t h;                    /* used: AVL height */
   uint8_t is_free;
   _Atomic uint8_t ready;        /* used: payload zeroed and red zone written (see alloc) */
@@ -109,6 +111,7 @@ static void free_insert(md__arena *a, blk *b) {
   mapping(b->span, &fl, &sl);
   b->is_free = 1;
   b->size = 0;
+  b->h = 0;
   b->fprev = NULL;
   b->fnext = a->heads[fl][sl];
   if (b->fnext) b->fnext->fprev = b;
@@ -383,12 +386,21 @@ md_status md__arena_alloc(md__arena *a, uint64_t bytes, uint64_t *off) {
     return MD_RESOURCE_EXHAUSTED_TRANSIENT;
   }
   free_remove(a, b);
-  /* Bytes of the span to scan and fill: all of it, except that a span taking the whole free
-   * block leaves alone that block's red-zone tail (the next block's front red zone, which a
-   * concurrent check of that block may be reading; it already holds the pattern). */
-  uint64_t own_end = b->off + span;
-  if (b->span == span && own_end < a->reserved) own_end -= R;
+  uint64_t s = b->off, hwm = a->hwm, end = s + span;
+  /* The last R bytes of a span followed by another block are that block's front red zone, so
+   * they hold the pattern before the lock is released: a block carved next from the rest of
+   * this free block may be checked before this one is filled. A span taking the whole free
+   * block finds the pattern there already (the free block's tail); a split writes it here. */
+  uint64_t own_end = end < a->reserved ? end - R : end, tail_bad = end;
+  uint8_t tail_byte = 0;
   if (b->span > span) {
+    uint64_t tail_to = end < hwm ? end : hwm;
+    if (span < MD__ARENA_MADVISE_MIN && own_end < tail_to) {
+      tail_bad = scan_not_free(a, own_end, tail_to);
+      if (tail_bad < tail_to) tail_byte = a->base[tail_bad];
+      else tail_bad = end;
+    }
+    memset(a->base + own_end, MD__ARENA_REDZONE_BYTE, R);
     memset(rest, 0, sizeof *rest);
     rest->off = b->off + span;
     rest->span = b->span - span;
@@ -412,22 +424,22 @@ md_status md__arena_alloc(md__arena *a, uint64_t bytes, uint64_t *off) {
   if (a->bytes_live > a->bytes_peak) a->bytes_peak = a->bytes_live;
   a->span_live += span;
   a->bytes_free -= span;
-  uint64_t s = b->off, hwm = a->hwm;
-  if (s + span > a->hwm) a->hwm = s + span;
+  if (end > a->hwm) a->hwm = end;
   pthread_rwlock_unlock(&a->lock);
   free(rest);
 
   /* [s, own_end) is ours alone now (nobody else knows its offset yet, and checks skip a
-   * block that is not ready), so it is filled without the lock. */
+   * block that is not ready), so it is checked and filled without the lock. */
   uint64_t scan_end = own_end < hwm ? own_end : hwm;
-  if (span < MD__ARENA_MADVISE_MIN && scan_end > s) {
-    uint64_t bad = scan_not_free(a, s, scan_end);
-    if (bad < scan_end) {
+  if (span < MD__ARENA_MADVISE_MIN) {
+    uint64_t bad = scan_end > s ? scan_not_free(a, s, scan_end) : scan_end;
+    if (bad == scan_end) bad = tail_bad;
+    if (bad < end) {
       atomic_fetch_add_explicit(&a->poison_hits, 1, memory_order_relaxed);
       report(a, NULL, 0,
              "sim: poison hit: freed device memory at 0x%" PRIx64 " was written after it was freed "
              "(byte 0x%02x; found when allocating 0x%" PRIx64 ", size %" PRIu64 ")",
-             a->tag | bad, a->base[bad], a->tag | s, bytes);
+             a->tag | bad, bad >= own_end ? tail_byte : a->base[bad], a->tag | s, bytes);
     }
   }
   fill(a, s, bytes, 0);

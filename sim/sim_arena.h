@@ -20,9 +20,11 @@
  *
  * Allocation: two-level segregated free lists (TLSF: 16 sub-classes per power of two, with
  * bitmaps) give an O(1) good fit; live blocks are also in an AVL tree by offset for O(log n)
- * lookups of "which allocation contains this address". One rwlock: alloc/free take it for
- * writing (metadata only; zero-filling a new block happens after it is released), lookups
- * (copies, kernel_ptr, red-zone checks) for reading.
+ * lookups of "which allocation contains this address". One rwlock: alloc and free take it
+ * for writing (free also poisons under it; alloc zero-fills the new payload after releasing
+ * it, since nobody else can reach that payload yet), lookups (copies, kernel_ptr, red-zone
+ * checks) take it for reading. Bytes that two blocks share (a span's last R bytes are the
+ * next block's front red zone) are only ever written under the write lock.
  *
  * Reports (red-zone hits, poison hits, bad frees) are counted, written to stderr and kept as
  * the arena's last report; they never abort and never corrupt the arena. */

@@ -431,7 +431,7 @@ static md_status kfail(md_kernel_status *st, md_status code, const char *fmt, ..
 static md_status tensor_check(md_backend *b, const char *kname, const char *side, uint32_t i, const md_tensor *t,
                               uint64_t *offs, size_t *n_offs, md_kernel_status *st) {
   uintptr_t p = (uintptr_t)t->data;
-  if (!p) return MD_NONE;
+  if (!p || !t->bytes) return MD_NONE;   /* nothing the kernel may touch */
   if (((uint64_t)p & MD_SIM_DEVPTR_TAG_MASK) == MD_SIM_DEVPTR_TAG) {
     atomic_fetch_add_explicit(&b->bad_pointers, 1, memory_order_relaxed);
     return kfail(st, MD_GENERAL_FAILURE,

@@ -78,7 +78,11 @@ extern "C" {
 /* md_sim_debug_set flags. */
 #define MD_SIM_DEBUG_CHECK_ALL 1u   /* after each launch, check every red zone and free block */
 
-/* Counters of one sim device. `common` is what ops->stats reports. */
+/* Counters of one sim device. `common` is what ops->stats reports: allocs/frees count
+ * successful calls, bytes_* count payload bytes (what callers asked for), copies and
+ * bytes_copied count copies that happened, launches counts launch() calls on a live device
+ * (as launch_calls), redzone_hits damaged red zones found, poison_hits writes into freed
+ * memory found. */
 typedef struct md_sim_stats {
   md_backend_stats common;
   uint64_t mem_limit;           /* the largest allocation: mem_limit after the default and cap */

@@ -118,7 +118,10 @@ static void ss_run(const md_kernel_call *c, md_kernel_status *st) {
     float x;
     memcpy(&x, (const unsigned char *)in->data + i * sizeof x, sizeof x);
     double y = (double)x * p.scale + p.shift;
-    if (p.has_clamp) y = y < -(double)p.clamp ? -(double)p.clamp : (y > (double)p.clamp ? (double)p.clamp : y);
+    if (p.has_clamp) {
+      double lim = (double)p.clamp;
+      y = y < -lim ? -lim : (y > lim ? lim : y);
+    }
     if (!(fabs(y) <= 3.4028234663852886e38)) { /* FLT_MAX; NaN fails too */
       md_kernel_fail(st, MD_GENERAL_FAILURE,
                      "element %" PRIu64 ": %g * %g + %g = %g overflows float32", i, (double)x,

@@ -34,8 +34,11 @@ static md__storage *storage_get_locked(md__buffer *b) {
 md_status md__buffer_write_begin(md_device *d, md__buffer *b, uint64_t bytes, md__write *w) {
   md__spin_lock(&b->lock);
   md__storage *cur = b->st;
-  if (cur && cur->capacity >= bytes && !b->writing && md__ref_read(&cur->ref) == 1) {
-    /* Nobody else holds it (references are only taken under this lock): write in place. */
+  /* Nobody else holds it (references are only taken under this lock): write in place. The
+   * acquire pairs with the release of the last other holder's put, so its reads of the old
+   * content happen before these writes. */
+  if (cur && cur->capacity >= bytes && !b->writing &&
+      atomic_load_explicit(&cur->ref.n, memory_order_acquire) == 1) {
     b->writing = true;
     w->st = storage_get_locked(b);
     w->in_place = true;

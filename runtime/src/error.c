@@ -27,7 +27,15 @@ md_status md__fail_prefix(md_status st, const char *fmt, ...) {
   int n = vsnprintf(last, sizeof last, fmt, ap);
   va_end(ap);
   /* Append ": <old message>" after the prefix, truncating at the buffer's end. */
-  if (n >= 0 && (size_t)n < sizeof last) snprintf(last + n, sizeof last - (size_t)n, ": %s", old);
+  size_t used = n < 0 ? 0 : (size_t)n;
+  if (used + 2 < sizeof last) {
+    memcpy(last + used, ": ", 2);
+    used += 2;
+    size_t room = sizeof last - 1 - used, len = strnlen(old, sizeof old);
+    if (len > room) len = room;
+    memcpy(last + used, old, len);
+    last[used + len] = '\0';
+  }
   return st;
 }
 

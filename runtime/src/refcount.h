@@ -1,7 +1,9 @@
 /* refcount.h - private to the runtime: saturating reference counts (after Linux refcount_t).
  *
- * Increment is relaxed; decrement is release-ordered with an acquire fence when it reaches
- * zero, so the releasing thread sees every write made under the other references. A count
+ * Increment is relaxed; decrement is acquire-release, so the thread that drops the last
+ * reference sees every write made under the other references. (Linux uses a release
+ * decrement plus an acquire fence at zero; ThreadSanitizer does not model standalone fences,
+ * so the decrement carries both orders itself.) A count
  * that would overflow saturates at MD__REF_SATURATED and stays there (the object leaks rather
  * than being freed under a user); a decrement below zero is a bug: it is counted in
  * md__refcount_underflows and the count is left at zero. */
@@ -57,13 +59,9 @@ static inline bool md__ref_put(md__ref *r) {
       atomic_fetch_add_explicit(&md__refcount_underflows, 1, memory_order_relaxed);
       return false;
     }
-  } while (!atomic_compare_exchange_weak_explicit(&r->n, &old, old - 1, memory_order_release,
+  } while (!atomic_compare_exchange_weak_explicit(&r->n, &old, old - 1, memory_order_acq_rel,
                                                   memory_order_relaxed));
-  if (old == 1) {
-    atomic_thread_fence(memory_order_acquire);
-    return true;
-  }
-  return false;
+  return old == 1;
 }
 
 #endif

@@ -457,3 +457,43 @@ Test(combine, roles_of_two_models_complete_each_other) {
   mdt_release(&e, A);
   mdt_release(&e, B);
 }
+
+/* ---- allocations the driver cannot serve: a status, never a crash ---- */
+
+Test(allocate, desc_rank_above_max_rank_rejected) {
+  mdt_model b;
+  md_handle Q = mdt_prepare(&e, mdt_add_model(&b, 0, NULL, 0, NULL, 0, NULL, 0));
+  uint32_t d[MD_MAX_RANK + 1];
+  for (uint32_t i = 0; i <= MD_MAX_RANK; i++) d[i] = 1;
+  md_token t = 0;
+  expect_rejected(mdt_try_alloc(&e, e.client, Q, false, 0, MD_MAX_RANK + 1, d, &t), t);
+  mdt_release(&e, Q);
+}
+
+Test(allocate, huge_buffer_is_resource_exhausted_or_unsupported) {
+  /* 2^20 x 2^20 float32: 4 TiB. */
+  static const uint32_t d[2] = {1u << 20, 1u << 20};
+  mdt_model b;
+  md_handle Q = mdt_prepare(&e, mdt_add_model(&b, 0, NULL, 0, NULL, 0, NULL, 0));
+  md_token t = 0;
+  md_status st = mdt_try_alloc(&e, e.client, Q, true, 0, 2, d, &t);
+  cr_expect(st == MD_RESOURCE_EXHAUSTED_PERSISTENT || st == MD_RESOURCE_EXHAUSTED_TRANSIENT ||
+                st == MD_GENERAL_FAILURE,
+            "status %d", (int)st);
+  if (st == MD_NONE) mdt_free(&e, t);
+  mdt_release(&e, Q);
+}
+
+Test(allocate, size_overflowing_64_bits_fails_cleanly) {
+  uint32_t d[MD_MAX_RANK];
+  for (uint32_t i = 0; i < MD_MAX_RANK; i++) d[i] = UINT32_MAX;
+  mdt_model b;
+  md_handle Q = mdt_prepare(&e, mdt_add_model(&b, 0, NULL, 0, NULL, 0, NULL, 0));
+  md_token t = 0;
+  md_status st = mdt_try_alloc(&e, e.client, Q, true, 0, MD_MAX_RANK, d, &t);
+  cr_expect(st == MD_RESOURCE_EXHAUSTED_PERSISTENT || st == MD_RESOURCE_EXHAUSTED_TRANSIENT ||
+                st == MD_GENERAL_FAILURE || st == MD_INVALID_ARGUMENT,
+            "status %d", (int)st);
+  if (st == MD_NONE) mdt_free(&e, t);
+  mdt_release(&e, Q);
+}

@@ -271,3 +271,46 @@ Test(copy_to, repeated_copy_to_returns_same_bytes) {
   for (int i = 0; i < 3; i++) expect_holds(t, B23);
   mdt_free(&e, t);
 }
+
+Test(copy_from, empty_dims_stay_rejected_after_dims_become_known) {
+  /* The rule is about the initial dims: a dynamic buffer written at [2,3] still needs dims. */
+  md_token t = dynamic();
+  cr_assert_eq(put(t, B23, 2, D23), MD_NONE, "%s", e.drv->last_error(e.dev));
+  cr_expect_eq(put(t, B23, 0, NULL), MD_INVALID_ARGUMENT);
+  mdt_free(&e, t);
+}
+
+Test(copy_from, dims_above_max_rank_rejected) {
+  mdt_model b;
+  md_handle Q = mdt_prepare(&e, mdt_add_model(&b, 0, NULL, 0, NULL, 0, NULL, 0));
+  md_token t = mdt_alloc(&e, Q, false, 0, 0, NULL);
+  uint32_t d[MD_MAX_RANK + 1];
+  for (uint32_t i = 0; i <= MD_MAX_RANK; i++) d[i] = 1;
+  d[0] = 6;
+  cr_expect_eq(put(t, B23, MD_MAX_RANK + 1, d), MD_INVALID_ARGUMENT);
+  mdt_free(&e, t);
+  mdt_release(&e, Q);
+}
+
+Test(copy_from, quant8_buffer_holds_one_byte_per_element) {
+  mdt_register_test_kernels();
+  mdt_model b;
+  md_handle Q = mdt_prepare(&e, mdt_custom_model(&b, "mdt.copy", MD_TENSOR_QUANT8_ASYMM, 0.5f, 3, 2, D23));
+  md_token t = mdt_alloc(&e, Q, false, 0, 0, NULL);
+  uint8_t v[6] = {1, 2, 3, 250, 251, 252}, back[6];
+  cr_expect_eq(mdt_copy_from(&e, e.client, t, v, B23, 0, NULL), MD_INVALID_ARGUMENT, "24 bytes for 6 quant8");
+  cr_assert_eq(mdt_copy_from(&e, e.client, t, v, 6, 0, NULL), MD_NONE, "%s", e.drv->last_error(e.dev));
+  cr_assert_eq(mdt_copy_to(&e, e.client, t, back, 6), MD_NONE, "%s", e.drv->last_error(e.dev));
+  cr_expect(memcmp(v, back, 6) == 0);
+  mdt_free(&e, t);
+  mdt_release(&e, Q);
+}
+
+Test(copy_to, other_clients_uninitialized_token_is_invalid_argument) {
+  /* Ownership is checked before initialization: the other client learns nothing. */
+  md_handle c2 = mdt_open_client(&e);
+  md_token t = known();
+  cr_expect_eq(mdt_copy_to(&e, c2, t, NULL, B23), MD_INVALID_ARGUMENT);
+  mdt_free(&e, t);
+  mdt_close_client(&e, c2, NULL);
+}

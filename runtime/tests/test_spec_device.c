@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "support.h"
 
@@ -286,5 +287,109 @@ Test(last_error, names_the_size_of_a_copy) {
   const char *msg = e.drv->last_error(e.dev);
   cr_expect(strstr(msg, "20") != NULL && strstr(msg, "24") != NULL, "sizes not named: %s", msg);
   mdt_free(&e, t);
+  mdt_release(&e, p);
+}
+
+/* ---- close_device with everything still open ---- */
+
+Test(capabilities, close_device_releases_live_objects) {
+  /* No close_client first: close_device must release clients, prepared models, buffers and
+   * events itself (the sanitizer builds see any leak or use after free). */
+  mdt_env x;
+  mdt_env_open(&x, "backend=sim;latency_ns=5000000");
+  mdt_model b;
+  md_handle p = mdt_prepare(&x, mdt_add_model(&b, 2, D23, 2, D23, 2, D23, 0));
+  md_token t = mdt_alloc(&x, p, true, 0, 0, NULL);
+  float a[6] = {1, 2, 3, 4, 5, 6};
+  mdt_request r;
+  mdt_req_init(&r);
+  mdt_req_in_data(&r, a, B23, 0, NULL);
+  mdt_req_in_data(&r, a, B23, 0, NULL);
+  mdt_req_out_token(&r, t, 0, NULL);
+  md_handle ev = 0;
+  cr_assert_eq(x.drv->execute_async(x.dev, x.client, p, mdt_req(&r), &ev), MD_NONE, "%s", x.drv->last_error(x.dev));
+  x.drv->close_device(x.dev); /* with an execution likely in flight */
+  mdt_req_fini(&r);
+}
+
+/* ---- NULL where a pointer is required: a status, never a crash ----
+ * SPEC does not list these; a driver that fuzzers call must not crash on them, and
+ * INVALID_ARGUMENT is the status for a malformed argument. */
+TestSuite(null_args, .init = setup, .fini = teardown);
+
+Test(null_args, open_device_without_out_rejected) {
+  cr_expect_eq(e.drv->open_device("backend=sim", NULL), MD_INVALID_ARGUMENT);
+}
+
+Test(null_args, get_capabilities_without_out_rejected) {
+  cr_expect_eq(e.drv->get_capabilities(e.dev, NULL), MD_INVALID_ARGUMENT);
+}
+
+Test(null_args, open_client_without_out_rejected) {
+  cr_expect_eq(e.drv->open_client(e.dev, NULL), MD_INVALID_ARGUMENT);
+}
+
+Test(null_args, prepare_model_without_model_or_out_rejected) {
+  md_handle p = 0;
+  mdt_model b;
+  cr_expect_eq(e.drv->prepare_model(e.dev, e.client, NULL, &p), MD_INVALID_ARGUMENT);
+  cr_expect_eq(e.drv->prepare_model(e.dev, e.client, mdt_add_model(&b, 2, D23, 2, D23, 2, D23, 0), NULL),
+               MD_INVALID_ARGUMENT);
+}
+
+Test(null_args, allocate_with_missing_arrays_rejected) {
+  mdt_model b;
+  md_handle p = mdt_prepare(&e, mdt_add_model(&b, 2, D23, 2, D23, 2, D23, 0));
+  md_buffer_desc desc = {0, NULL}, bad_desc = {2, NULL};
+  md_buffer_role role = {0, 0, 1.0f};
+  md_token t = 0;
+  cr_expect_eq(e.drv->allocate(e.dev, e.client, &desc, NULL, 1, &role, 1, NULL, 0, &t), MD_INVALID_ARGUMENT);
+  cr_expect_eq(e.drv->allocate(e.dev, e.client, &desc, &p, 1, NULL, 1, NULL, 0, &t), MD_INVALID_ARGUMENT);
+  cr_expect_eq(e.drv->allocate(e.dev, e.client, &desc, &p, 1, NULL, 0, NULL, 1, &t), MD_INVALID_ARGUMENT);
+  cr_expect_eq(e.drv->allocate(e.dev, e.client, &bad_desc, &p, 1, &role, 1, NULL, 0, &t), MD_INVALID_ARGUMENT);
+  cr_expect_eq(e.drv->allocate(e.dev, e.client, &desc, &p, 1, &role, 1, NULL, 0, NULL), MD_INVALID_ARGUMENT);
+  mdt_release(&e, p);
+}
+
+Test(null_args, copies_without_memory_or_dims_rejected) {
+  mdt_model b;
+  md_handle p = mdt_prepare(&e, mdt_add_model(&b, 2, D23, 2, D23, 2, D23, 0));
+  md_token t = mdt_alloc(&e, p, false, 0, 0, NULL);
+  cr_expect_eq(e.drv->copy_to(e.dev, e.client, t, NULL), MD_INVALID_ARGUMENT);
+  cr_expect_eq(e.drv->copy_from(e.dev, e.client, t, NULL, 0, NULL), MD_INVALID_ARGUMENT);
+  int fd = mdt_memfd(NULL, B23);
+  md_memory m = mdt_ashmem(fd, B23);
+  cr_expect_eq(e.drv->copy_from(e.dev, e.client, t, &m, 2, NULL), MD_INVALID_ARGUMENT);
+  close(fd);
+  mdt_free(&e, t);
+  mdt_release(&e, p);
+}
+
+Test(null_args, executions_without_request_or_arrays_rejected) {
+  mdt_model b;
+  md_handle p = mdt_prepare(&e, mdt_add_model(&b, 2, D23, 2, D23, 2, D23, 0));
+  md_output_shape sh[1];
+  md_timing tm;
+  md_handle ev = 0;
+  cr_expect_eq(e.drv->execute(e.dev, e.client, p, NULL, sh, 1, &tm), MD_INVALID_ARGUMENT);
+  cr_expect_eq(e.drv->execute_async(e.dev, e.client, p, NULL, &ev), MD_INVALID_ARGUMENT);
+  md_request req = {2, NULL, 1, NULL, 0, NULL};
+  cr_expect_eq(e.drv->execute(e.dev, e.client, p, &req, sh, 1, &tm), MD_INVALID_ARGUMENT);
+  float a[6] = {0};
+  mdt_request r;
+  mdt_req_init(&r);
+  mdt_req_in_data(&r, a, B23, 0, NULL);
+  mdt_req_in_data(&r, a, B23, 0, NULL);
+  mdt_req_out_pool(&r, B23, 0, NULL);
+  r.in[0].rank = 2;
+  r.in[0].dims = NULL; /* rank without dims */
+  cr_expect_eq(e.drv->execute(e.dev, e.client, p, mdt_req(&r), sh, 1, &tm), MD_INVALID_ARGUMENT);
+  mdt_req_fini(&r);
+  mdt_req_init(&r);
+  mdt_req_in_data(&r, a, B23, 0, NULL);
+  mdt_req_in_data(&r, a, B23, 0, NULL);
+  mdt_req_out_pool(&r, B23, 0, NULL);
+  cr_expect_eq(e.drv->execute_async(e.dev, e.client, p, mdt_req(&r), NULL), MD_INVALID_ARGUMENT);
+  mdt_req_fini(&r);
   mdt_release(&e, p);
 }

@@ -666,3 +666,92 @@ Test(execute, failure_does_not_touch_input_buffers) {
   mdt_free(&e, in);
   mdt_free(&e, out);
 }
+
+Test(execute, other_clients_uninitialized_token_is_invalid_argument) {
+  /* Ownership before initialization, as role before initialization. */
+  md_handle c2 = mdt_open_client(&e);
+  mdt_model b;
+  md_handle p2 = mdt_prepare_for(&e, c2, mdt_add_model(&b, 2, D23, 2, D23, 2, D23, 0));
+  md_token t2 = 0;
+  cr_assert_eq(mdt_try_alloc(&e, c2, p2, false, 0, 0, NULL, &t2), MD_NONE);
+  cr_expect_eq(exec_in(0, t2, P), MD_INVALID_ARGUMENT);
+  mdt_close_client(&e, c2, NULL);
+}
+
+Test(execute, output_token_arg_dims_not_combining_with_buffer_rejected) {
+  mdt_model b;
+  md_handle Q = mdt_prepare(&e, mdt_add_model(&b, 2, D03, 2, D03, 2, D03, 0));
+  md_token t = mdt_alloc(&e, Q, true, 0, 2, D23);
+  static const uint32_t d43[2] = {4, 3};
+  mdt_request r;
+  mdt_req_init(&r);
+  mdt_req_in_data(&r, A, B23, 2, D23);
+  mdt_req_in_data(&r, B, B23, 2, D23);
+  mdt_req_out_token(&r, t, 2, d43);
+  md_output_shape sh[8];
+  md_timing tm;
+  cr_expect_eq(mdt_exec(&e, Q, &r, sh, &tm), MD_INVALID_ARGUMENT);
+  mdt_req_fini(&r);
+  mdt_free(&e, t);
+  mdt_release(&e, Q);
+}
+
+Test(execute, role_survives_release_and_binds_to_that_model_only) {
+  /* A buffer's role names one prepared model; after it is released, an identical model
+   * prepared again is still another model. */
+  mdt_model b;
+  md_handle Q = mdt_prepare(&e, mdt_add_model(&b, 2, D23, 2, D23, 2, D23, 0));
+  md_token t = mdt_alloc(&e, Q, false, 0, 0, NULL);
+  cr_assert_eq(mdt_copy_from(&e, e.client, t, A, B23, 0, NULL), MD_NONE);
+  mdt_release(&e, Q);
+  md_handle Q2 = mdt_prepare(&e, mdt_add_model(&b, 2, D23, 2, D23, 2, D23, 0));
+  cr_expect_eq(exec_in(0, t, Q2), MD_INVALID_ARGUMENT);
+  mdt_free(&e, t);
+  mdt_release(&e, Q2);
+}
+
+Test(numerics, scalar_token_feeds_the_activation) {
+  /* The fused activation as a model input held in a device buffer: 1 = relu. */
+  mdt_model b;
+  md_handle Q = mdt_prepare(&e, mdt_add_act_input_model(&b, 2, D23));
+  md_token act = mdt_alloc(&e, Q, false, 2, 0, NULL);
+  int32_t relu = 1;
+  cr_assert_eq(mdt_copy_from(&e, e.client, act, &relu, sizeof relu, 0, NULL), MD_NONE, "%s", e.drv->last_error(e.dev));
+  float x[6] = {-3, 1, -2, 4, -5, 6}, z[6] = {0}, out[6];
+  mdt_request r;
+  mdt_req_init(&r);
+  mdt_req_in_data(&r, x, B23, 0, NULL);
+  mdt_req_in_data(&r, z, B23, 0, NULL);
+  mdt_req_in_token(&r, act, 0, NULL);
+  mdt_req_out_pool(&r, B23, 0, NULL);
+  md_output_shape sh[8];
+  md_timing tm;
+  cr_assert_eq(mdt_exec(&e, Q, &r, sh, &tm), MD_NONE, "%s", e.drv->last_error(e.dev));
+  mdt_req_read_out(&r, 0, out, B23);
+  for (int i = 0; i < 6; i++) cr_expect_eq(out[i], x[i] < 0 ? 0.0f : x[i], "out[%d] = %g", i, (double)out[i]);
+  mdt_req_fini(&r);
+  mdt_free(&e, act);
+  mdt_release(&e, Q);
+}
+
+Test(numerics, quant8_buffers_round_trip_through_an_execution) {
+  mdt_register_test_kernels();
+  mdt_model b;
+  md_handle Q = mdt_prepare(&e, mdt_custom_model(&b, "mdt.copy", MD_TENSOR_QUANT8_ASYMM, 0.5f, 3, 2, D23));
+  md_token in = mdt_alloc(&e, Q, false, 0, 0, NULL), out = mdt_alloc(&e, Q, true, 0, 0, NULL);
+  uint8_t v[6] = {9, 8, 7, 6, 5, 4}, back[6];
+  cr_assert_eq(mdt_copy_from(&e, e.client, in, v, 6, 0, NULL), MD_NONE, "%s", e.drv->last_error(e.dev));
+  mdt_request r;
+  mdt_req_init(&r);
+  mdt_req_in_token(&r, in, 0, NULL);
+  mdt_req_out_token(&r, out, 0, NULL);
+  md_output_shape sh[8];
+  md_timing tm;
+  cr_assert_eq(mdt_exec(&e, Q, &r, sh, &tm), MD_NONE, "%s", e.drv->last_error(e.dev));
+  cr_assert_eq(mdt_copy_to(&e, e.client, out, back, 6), MD_NONE, "%s", e.drv->last_error(e.dev));
+  cr_expect(memcmp(v, back, 6) == 0);
+  mdt_req_fini(&r);
+  mdt_free(&e, in);
+  mdt_free(&e, out);
+  mdt_release(&e, Q);
+}

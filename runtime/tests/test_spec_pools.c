@@ -669,3 +669,74 @@ Test(pools, token_arg_with_nonzero_length_rejected) {
   mdt_free(&e, t);
   mdt_release(&e, p);
 }
+
+/* ---- kind-specific geometry (ABI comments of md_memory_kind) ---- */
+
+Test(pools, ashmem_with_nonzero_offset_rejected) {
+  /* "ASHMEM: a memfd; offset 0". */
+  md_handle p = prepare_add23();
+  int fd = mdt_memfd(NULL, 64);
+  md_memory m = mdt_ashmem(fd, 32);
+  m.offset = 32;
+  cr_expect_eq(exec_in0_on(p, m, 0, B23), MD_INVALID_ARGUMENT);
+  close(fd);
+  mdt_release(&e, p);
+}
+
+Test(pools, hardware_buffer_blob_with_height_above_one_rejected) {
+  /* "a BLOB hardware buffer: width bytes, height = layers = 1". */
+  md_handle p = prepare_add23();
+  int fd = mdt_memfd(NULL, 2 * B23);
+  md_memory m = mdt_hwb_blob(fd, B23);
+  m.height = 2;
+  cr_expect_eq(exec_in0_on(p, m, 0, B23), MD_INVALID_ARGUMENT);
+  close(fd);
+  mdt_release(&e, p);
+}
+
+Test(pools, hardware_buffer_blob_with_two_layers_rejected) {
+  md_handle p = prepare_add23();
+  int fd = mdt_memfd(NULL, 2 * B23);
+  md_memory m = mdt_hwb_blob(fd, B23);
+  m.layers = 2;
+  cr_expect_eq(exec_in0_on(p, m, 0, B23), MD_INVALID_ARGUMENT);
+  close(fd);
+  mdt_release(&e, p);
+}
+
+Test(pools, hardware_buffer_blob_wider_than_its_file_rejected) {
+  md_handle p = prepare_add23();
+  int fd = mdt_memfd(NULL, 16);
+  cr_expect_eq(exec_in0_on(p, mdt_hwb_blob(fd, B23), 0, B23), MD_INVALID_ARGUMENT);
+  close(fd);
+  mdt_release(&e, p);
+}
+
+Test(pools, non_blob_hardware_buffer_arg_with_nonzero_offset_rejected) {
+  md_handle p = prepare_add23();
+  int fa = mdt_memfd(NULL, 2 * B23);
+  cr_expect_eq(exec_in0_on(p, mdt_hwb_image(fa, 12, 1), 4, 0), MD_INVALID_ARGUMENT);
+  close(fa);
+  mdt_release(&e, p);
+}
+
+Test(pools, unused_dead_token_pool_rejected) {
+  /* "every pool valid": a token pool no argument refers to still needs a live token. */
+  md_handle p = prepare_add23();
+  md_token dead = mdt_alloc(&e, p, false, 0, 0, NULL);
+  mdt_free(&e, dead);
+  float a[6], b[6];
+  mdt_iota(a, 6, 1);
+  mdt_iota(b, 6, 10);
+  mdt_request r;
+  mdt_req_init(&r);
+  mdt_req_in_data(&r, a, B23, 0, NULL);
+  mdt_req_in_data(&r, b, B23, 0, NULL);
+  mdt_req_out_pool(&r, B23, 0, NULL);
+  mdt_req_pool_token(&r, dead);
+  md_output_shape sh[8];
+  md_timing t;
+  cr_expect_eq(mdt_exec(&e, p, &r, sh, &t), MD_INVALID_ARGUMENT);
+  mdt_req_fini(&r);
+  mdt_release(&e, p);
+}

@@ -1,5 +1,10 @@
 /* kernel_util.c - helpers shared by the host kernels: type names, operand views, and the
- * prepare/execute checks that fail with a message naming the operand (kernels_int.h). */
+ * prepare/execute checks that fail with a message naming the operand (kernels_int.h).
+ *
+ * Each function is documented where it is declared, in kernels_int.h. All are thread-safe:
+ * they write only the md_kernel_status and outputs they are given (md__ktype_name uses a
+ * per-thread buffer for unknown values), allocate nothing, and a failing check returns its
+ * status after md_kernel_fail filled st. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>

@@ -47,6 +47,8 @@ static md_status fail(md_status code, const char *fmt, ...) {
   return code;
 }
 
+/* Thread-safe: the calling thread's own buffer, "" before its first failure; never NULL. The
+ * string changes at the thread's next failing registry call. */
 const char *md_kernel_registry_error(void) {
   return reg_error;
 }
@@ -271,7 +273,8 @@ const md_kernel_def *md_kernel_find(const char *name, const char *platform) {
   return e ? &e->def : NULL;
 }
 
-/* Thread-safe (writes only *st). */
+/* Thread-safe (writes only *st; NULL st is allowed). Never fails; the message is truncated to
+ * MD_KERNEL_MESSAGE_MAX - 1 bytes. */
 md_status md_kernel_fail(md_kernel_status *st, md_status code, const char *fmt, ...) {
   if (code == MD_NONE) code = MD_GENERAL_FAILURE;
   if (!st) return code;
@@ -286,6 +289,7 @@ md_status md_kernel_fail(md_kernel_status *st, md_status code, const char *fmt, 
   return code;
 }
 
+/* Thread-safe; static strings. NULL for MD_OP_CUSTOM and values outside the v1 subset. */
 const char *md_operation_name(md_operation_type type) {
   switch (type) {
   case MD_OP_ADD: return "ADD";
@@ -301,6 +305,7 @@ const char *md_operation_name(md_operation_type type) {
   return NULL;
 }
 
+/* Thread-safe. 0 for a value outside the v1 subset. */
 size_t md_operand_type_size(md_operand_type type) {
   switch (type) {
   case MD_FLOAT32:
@@ -318,12 +323,14 @@ size_t md_operand_type_size(md_operand_type type) {
 
 /* ---- scratch memory (kernel_ctx.h) ---------------------------------------------------- */
 
+/* See kernel_ctx.h: allocates nothing, cannot fail; not thread-safe (one invocation). */
 void md__kctx_init(md_kernel_ctx *c, uint64_t limit_bytes) {
   c->limit = limit_bytes;
   c->used = 0;
   c->blocks = NULL;
 }
 
+/* See kernel_ctx.h: frees every block of c; c stays usable with the same limit. */
 void md__kctx_release(md_kernel_ctx *c) {
   if (!c) return;
   void *b = c->blocks;
@@ -337,8 +344,9 @@ void md__kctx_release(md_kernel_ctx *c) {
   c->used = 0;
 }
 
-/* Not thread-safe (one context per invocation). Each block is one aligned allocation whose
- * first MD__KCTX_ALIGN bytes hold the link to the previous block. */
+/* Not thread-safe (one context per invocation). The memory belongs to ctx and is freed by
+ * md__kctx_release; NULL past the limit, for a NULL ctx, or when the allocator fails. Each
+ * block is one aligned allocation whose first MD__KCTX_ALIGN bytes link to the previous one. */
 void *md_kernel_scratch(md_kernel_ctx *ctx, uint64_t bytes) {
   if (!ctx || ctx->used > ctx->limit || bytes > ctx->limit - ctx->used) return NULL;
   if (bytes > (uint64_t)SIZE_MAX - 2u * MD__KCTX_ALIGN) return NULL;

@@ -214,7 +214,8 @@ ParameterizedTestParameters(elementwise, add_check_rejects_with_message) {
   static check_case cases[] = {
       {0, MD_INVALID_ARGUMENT, "input 2 (fused activation) must be INT32, got TENSOR_FLOAT32"},
       {1, MD_INVALID_ARGUMENT, "input 2 (fused activation) is 7; must be 0 (none)"},
-      {2, MD_INVALID_ARGUMENT, "input 1 has type TENSOR_INT32, must match input 0 (TENSOR_FLOAT32)"},
+      {2, MD_INVALID_ARGUMENT,
+       "input 1 has type TENSOR_INT32, must match input 0 (TENSOR_FLOAT32)"},
       {3, MD_INVALID_ARGUMENT, "input 0 dims [2,3] and input 1 dims [4] do not broadcast"},
       {4, MD_INVALID_ARGUMENT, "output 0 dims [2,5] conflict with [2,3]"},
       {5, MD_INVALID_ARGUMENT, "output 0 has rank 3, the inputs imply rank 2"},
@@ -287,7 +288,8 @@ Test(elementwise, shape_rejects_dims_that_do_not_broadcast) {
   md_tensor_shape shp;
   md_kernel_status st;
   kt_assert_fail(kt_shape("ADD", in, 3, &shp, &st), st, MD_INVALID_ARGUMENT,
-                 "input 0 dims [2,3] and input 1 dims [4] do not broadcast (output axis 1: 3 vs 4)");
+                 "input 0 dims [2,3] and input 1 dims [4] do not broadcast "
+                 "(output axis 1: 3 vs 4)");
 }
 
 Test(elementwise, shape_rejects_activation_out_of_range) {

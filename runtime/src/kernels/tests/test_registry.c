@@ -215,7 +215,8 @@ Test(registry, unregister_hides_user_kernel_but_keeps_definition) {
   cr_assert_eq(held->run, noop_run);
   /* A second unregister finds nothing; registering the name again works. */
   cr_assert_eq(md_kernel_unregister("t.gone", "host"), MD_INVALID_ARGUMENT);
-  cr_assert_str_eq(md_kernel_registry_error(), "kernel \"t.gone\" on platform \"host\": not registered");
+  cr_assert_str_eq(md_kernel_registry_error(),
+                   "kernel \"t.gone\" on platform \"host\": not registered");
   cr_assert_eq(md_kernel_register(&d), MD_NONE, "%s", md_kernel_registry_error());
   const md_kernel_def *again = md_kernel_find("t.gone", "host");
   cr_assert_not_null(again);
