@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "bench.h"
@@ -27,6 +28,7 @@ typedef struct worker {
   md_request req;
   mdb_pool out;
   uint64_t count;
+  long nvcsw;                /* voluntary context switches of the thread (it blocked) */
   md_status err;
   char msg[256];
   pthread_t th;
@@ -50,6 +52,8 @@ static void *worker_main(void *arg) {
     }
     w->count++;
   }
+  struct rusage ru;
+  w->nvcsw = getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nvcsw : 0;
   return NULL;
 }
 
@@ -59,8 +63,10 @@ static uint64_t cpu_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* One window of n threads: executions per second and CPUs used. */
-static int window(worker *w, int n, uint64_t ns, double *per_s, double *cpus) {
+/* One window of n threads: executions per second, CPUs used, and voluntary context switches
+ * (a thread that blocks on a lock sleeps in futex and switches voluntarily) per 1000
+ * executions. */
+static int window(worker *w, int n, uint64_t ns, double *per_s, double *cpus, double *csw) {
   atomic_store(&stop, 0);
   pthread_barrier_init(&start, NULL, (unsigned)n + 1);
   for (int i = 0; i < n; i++)
@@ -75,9 +81,11 @@ static int window(worker *w, int n, uint64_t ns, double *per_s, double *cpus) {
   nanosleep(&d, NULL);
   atomic_store(&stop, 1);
   uint64_t total = 0;
+  long sw = 0;
   for (int i = 0; i < n; i++) {
     pthread_join(w[i].th, NULL);
     total += w[i].count;
+    sw += w[i].nvcsw;
   }
   uint64_t t1 = mdb_now_ns(), c1 = cpu_ns();
   pthread_barrier_destroy(&start);
@@ -88,6 +96,7 @@ static int window(worker *w, int n, uint64_t ns, double *per_s, double *cpus) {
     }
   *per_s = (double)total * 1e9 / (double)(t1 - t0);
   *cpus = (double)(c1 - c0) / (double)(t1 - t0);
+  *csw = total ? (double)sw * 1000.0 / (double)total : 0.0;
   return 0;
 }
 
@@ -129,13 +138,13 @@ static int run_mode(mdb_env *env, md_handle prep, md_token in_tok, mode m, const
     w[i].req = (md_request){.n_inputs = 1, .inputs = &w[i].ia, .n_outputs = 1, .outputs = &w[i].oa,
                             .n_pools = 2, .pools = w[i].pools};
   }
-  double one[8], two[8], cpu1[8], cpu2[8], eff1[8], eff2[8];
-  double warm, warm_cpu;
-  if (window(w, 1, win_ns / 4, &warm, &warm_cpu) != 0) goto done;   /* maps the pools */
-  if (window(w, 2, win_ns / 4, &warm, &warm_cpu) != 0) goto done;
+  double one[8], two[8], cpu1[8], cpu2[8], eff1[8], eff2[8], sw1[8], sw2[8];
+  double warm, warm_cpu, warm_sw;
+  if (window(w, 1, win_ns / 4, &warm, &warm_cpu, &warm_sw) != 0) goto done;   /* maps the pools */
+  if (window(w, 2, win_ns / 4, &warm, &warm_cpu, &warm_sw) != 0) goto done;
   for (unsigned t = 0; t < trials; t++) {
-    if (window(w, 1, win_ns, &one[t], &cpu1[t]) != 0) goto done;
-    if (window(w, 2, win_ns, &two[t], &cpu2[t]) != 0) goto done;
+    if (window(w, 1, win_ns, &one[t], &cpu1[t], &sw1[t]) != 0) goto done;
+    if (window(w, 2, win_ns, &two[t], &cpu2[t], &sw2[t]) != 0) goto done;
     eff1[t] = one[t] / cpu1[t];
     eff2[t] = two[t] / cpu2[t];
   }
@@ -155,10 +164,12 @@ static int run_mode(mdb_env *env, md_handle prep, md_token in_tok, mode m, const
   }
   double m1 = mdb_median(one, trials), m2 = mdb_median(two, trials);
   double c1 = mdb_median(cpu1, trials), c2 = mdb_median(cpu2, trials), e1 = mdb_median(eff1, trials), e2 = mdb_median(eff2, trials);
+  double s1 = mdb_median(sw1, trials), s2 = mdb_median(sw2, trials);
   mdb_row(m == POOL_OUT ? "exec_2threads_shared_in" : "exec_2threads_token_out", "exec/s", m2, m1, m2 / m1,
           ">= 1.7x 1 thread", m2 / m1 >= 1.7 ? MDB_PASS : MDB_MISS,
-          "%s; baseline: 1 thread; CPUs got 1T %.2f, 2T %.2f of %d; per CPU-s 2T/1T %.2f; %u x %.1f s",
-          m == POOL_OUT ? "pool outputs" : "token outputs", c1, c2, mdb_cpus(), e2 / e1, trials, (double)win_ns / 1e9);
+          "%s; CPUs got 1T %.2f, 2T %.2f of %d; per CPU-s 2T/1T %.2f; blocked 1T %.1f, 2T %.1f per 1K exec; %u x %.1f s",
+          m == POOL_OUT ? "pool outputs" : "token outputs", c1, c2, mdb_cpus(), e2 / e1, s1, s2, trials,
+          (double)win_ns / 1e9);
   rc = 0;
 done:
   for (int i = 0; i < MAX_THREADS; i++) {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "kernels/kernel_ctx.h"
 #include "runtime_int.h"
 
 /* ---- handle lookups shared by every entry point ---- */
@@ -79,6 +80,7 @@ static md_status open_device(const char *config, md_device **out) {
     randombytes_buf(key, sizeof key);
   }
   md__htable_init(&d->ht, key, destroy_object, d);
+  atomic_fetch_add(&md__kernel_registry_pins, 1);
   pthread_mutex_init(&d->q_lock, NULL);
   pthread_cond_init(&d->q_cond, NULL);
   pthread_cond_init(&d->idle_cond, NULL);
@@ -99,6 +101,7 @@ static void close_device(md_device *d) {
   md__executor_stop(d);
   md__htable_fini(&d->ht);
   d->be->close(d->bk);
+  atomic_fetch_sub(&md__kernel_registry_pins, 1);
   pthread_mutex_destroy(&d->q_lock);
   pthread_cond_destroy(&d->q_cond);
   pthread_cond_destroy(&d->idle_cond);

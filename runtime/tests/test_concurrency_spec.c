@@ -530,3 +530,249 @@ Test(concurrency, last_error_is_per_thread) {
   cr_expect(args[0].own_message, "the free_buffer thread did not read its own message");
   cr_expect(args[1].own_message, "the allocate thread did not read its own message");
 }
+
+/* ---- objects released under a running kernel ----
+ * "mdt.gate" is a test kernel that reports it has started, blocks until the test opens the
+ * gate, then copies its input to its output and reports it is done. It makes "a kernel is
+ * running now" a fact the test controls, without sleeping. */
+#include <semaphore.h>
+
+#include "md/kernel.h"
+
+static sem_t gate_entered, gate_open, gate_done;
+#define GATE_ROWS 64u
+#define GATE_BYTES (GATE_ROWS * GATE_ROWS * 4u)
+
+static md_status gate_shape(const md_op_sig *sig, md_tensor_shape *out, md_kernel_status *st, void *user) {
+  (void)st;
+  (void)user;
+  memset(out, 0, sizeof *out);
+  out[0].rank = sig->inputs[0].rank;
+  memcpy(out[0].dims, sig->inputs[0].dims, out[0].rank * sizeof(uint32_t));
+  return MD_NONE;
+}
+
+static void gate_run(const md_kernel_call *call, md_kernel_status *st) {
+  (void)st;
+  sem_post(&gate_entered);
+  while (sem_wait(&gate_open) != 0) {
+  }
+  uint64_t n = call->inputs[0].bytes < call->outputs[0].bytes ? call->inputs[0].bytes : call->outputs[0].bytes;
+  memcpy(call->outputs[0].data, call->inputs[0].data, (size_t)n);
+  sem_post(&gate_done);
+}
+
+static void gate_setup(void) {
+  sem_init(&gate_entered, 0, 0);
+  sem_init(&gate_open, 0, 0);
+  sem_init(&gate_done, 0, 0);
+  if (!md_kernel_find("mdt.gate", "host")) {
+    md_kernel_def def;
+    memset(&def, 0, sizeof def);
+    def.struct_size = sizeof def;
+    def.name = "mdt.gate";
+    def.platform = "host";
+    def.min_inputs = def.max_inputs = def.n_outputs = 1;
+    def.shape = gate_shape;
+    def.run = gate_run;
+    cr_assert_eq(md_kernel_register(&def), MD_NONE, "%s", md_kernel_registry_error());
+  }
+  setup();
+}
+static void gate_teardown(void) {
+  teardown();
+  sem_destroy(&gate_entered);
+  sem_destroy(&gate_open);
+  sem_destroy(&gate_done);
+}
+TestSuite(in_flight, .init = gate_setup, .fini = gate_teardown);
+
+static void sem_take(sem_t *s) {
+  while (sem_wait(s) != 0) {
+  }
+}
+
+static md_handle gate_model_for(md_handle client) {
+  static const uint32_t d[2] = {GATE_ROWS, GATE_ROWS};
+  mdt_model b;
+  return mdt_prepare_for(&e, client, mdt_custom_model(&b, "mdt.gate", MD_TENSOR_FLOAT32, 0, 0, 2, d));
+}
+
+static float gate_in[GATE_ROWS * GATE_ROWS], gate_out[GATE_ROWS * GATE_ROWS];
+static void fill(float *v, float base) { mdt_iota(v, GATE_ROWS * GATE_ROWS, base); }
+
+/* Allocates n output buffers of the gate model in client c, fills each with iota(base + k). */
+static void allocate_filled(md_handle c, md_handle prep, md_token *t, int n, float base) {
+  static float v[GATE_ROWS * GATE_ROWS];
+  for (int k = 0; k < n; k++) {
+    cr_assert_eq(mdt_try_alloc(&e, c, prep, true, 0, 0, NULL, &t[k]), MD_NONE, "%s", e.drv->last_error(e.dev));
+    fill(v, base + (float)k);
+    cr_assert_eq(mdt_copy_from(&e, c, t[k], v, GATE_BYTES, 0, NULL), MD_NONE, "%s", e.drv->last_error(e.dev));
+  }
+}
+static int count_intact(md_handle c, const md_token *t, int n, float base) {
+  static float v[GATE_ROWS * GATE_ROWS], back[GATE_ROWS * GATE_ROWS];
+  int intact = 0;
+  for (int k = 0; k < n; k++) {
+    fill(v, base + (float)k);
+    intact += mdt_copy_to(&e, c, t[k], back, GATE_BYTES) == MD_NONE && memcmp(v, back, GATE_BYTES) == 0;
+  }
+  return intact;
+}
+
+Test(in_flight, zero_timeout_wait_on_a_running_execution_is_missed_deadline) {
+  md_handle g = gate_model_for(e.client);
+  fill(gate_in, 1);
+  mdt_request r;
+  mdt_req_init(&r);
+  mdt_req_in_data(&r, gate_in, GATE_BYTES, 0, NULL);
+  mdt_req_out_pool(&r, GATE_BYTES, 0, NULL);
+  md_handle ev = 0;
+  cr_assert_eq(e.drv->execute_async(e.dev, e.client, g, mdt_req(&r), &ev), MD_NONE, "%s", e.drv->last_error(e.dev));
+  sem_take(&gate_entered);
+  md_output_shape sh[1];
+  md_timing tm;
+  cr_expect_eq(e.drv->wait_event(e.dev, e.client, ev, 0, sh, 1, &tm), MD_MISSED_DEADLINE_TRANSIENT);
+  cr_expect_eq(e.drv->wait_event(e.dev, e.client, ev, 1000000, sh, 1, &tm), MD_MISSED_DEADLINE_TRANSIENT);
+  sem_post(&gate_open);
+  cr_expect_eq(e.drv->wait_event(e.dev, e.client, ev, UINT64_MAX, sh, 1, &tm), MD_NONE, "the event died: %s",
+               e.drv->last_error(e.dev));
+  mdt_req_read_out(&r, 0, gate_out, GATE_BYTES);
+  cr_expect(memcmp(gate_in, gate_out, GATE_BYTES) == 0);
+  mdt_req_fini(&r);
+  mdt_release(&e, g);
+}
+
+Test(in_flight, free_input_buffer_under_a_running_kernel) {
+  md_handle g = gate_model_for(e.client);
+  md_token in = mdt_alloc(&e, g, false, 0, 0, NULL);
+  fill(gate_in, 7);
+  cr_assert_eq(mdt_copy_from(&e, e.client, in, gate_in, GATE_BYTES, 0, NULL), MD_NONE);
+  mdt_request r;
+  mdt_req_init(&r);
+  mdt_req_in_token(&r, in, 0, NULL);
+  mdt_req_out_pool(&r, GATE_BYTES, 0, NULL);
+  md_handle ev = 0;
+  cr_assert_eq(e.drv->execute_async(e.dev, e.client, g, mdt_req(&r), &ev), MD_NONE, "%s", e.drv->last_error(e.dev));
+  sem_take(&gate_entered);
+  cr_expect_eq(e.drv->free_buffer(e.dev, e.client, in), MD_NONE);
+  cr_expect_eq(mdt_copy_to(&e, e.client, in, NULL, GATE_BYTES), MD_INVALID_ARGUMENT, "the handle lived on");
+  md_token fresh[8];
+  allocate_filled(e.client, g, fresh, 8, 5000); /* would reuse the input's memory if it were freed */
+  sem_post(&gate_open);
+  md_output_shape sh[1];
+  md_timing tm;
+  cr_expect_eq(e.drv->wait_event(e.dev, e.client, ev, UINT64_MAX, sh, 1, &tm), MD_NONE, "%s", e.drv->last_error(e.dev));
+  mdt_req_read_out(&r, 0, gate_out, GATE_BYTES);
+  cr_expect(memcmp(gate_in, gate_out, GATE_BYTES) == 0, "the kernel read memory freed under it");
+  cr_expect_eq(count_intact(e.client, fresh, 8, 5000), 8);
+  for (int k = 0; k < 8; k++) mdt_free(&e, fresh[k]);
+  mdt_req_fini(&r);
+  mdt_release(&e, g);
+}
+
+Test(in_flight, free_output_buffer_under_a_running_kernel) {
+  md_handle g = gate_model_for(e.client);
+  md_token out = mdt_alloc(&e, g, true, 0, 0, NULL);
+  fill(gate_in, 3);
+  mdt_request r;
+  mdt_req_init(&r);
+  mdt_req_in_data(&r, gate_in, GATE_BYTES, 0, NULL);
+  mdt_req_out_token(&r, out, 0, NULL);
+  md_handle ev = 0;
+  cr_assert_eq(e.drv->execute_async(e.dev, e.client, g, mdt_req(&r), &ev), MD_NONE, "%s", e.drv->last_error(e.dev));
+  sem_take(&gate_entered);
+  cr_expect_eq(e.drv->free_buffer(e.dev, e.client, out), MD_NONE);
+  md_token fresh[8];
+  allocate_filled(e.client, g, fresh, 8, 9000);
+  sem_post(&gate_open); /* the kernel now writes its output */
+  md_output_shape sh[1];
+  md_timing tm;
+  cr_expect_eq(e.drv->wait_event(e.dev, e.client, ev, UINT64_MAX, sh, 1, &tm), MD_NONE, "%s", e.drv->last_error(e.dev));
+  cr_expect_eq(count_intact(e.client, fresh, 8, 9000), 8, "a kernel wrote into memory freed under it");
+  for (int k = 0; k < 8; k++) mdt_free(&e, fresh[k]);
+  mdt_req_fini(&r);
+  mdt_release(&e, g);
+}
+
+Test(in_flight, release_prepared_model_under_a_running_kernel) {
+  md_handle g = gate_model_for(e.client);
+  fill(gate_in, 11);
+  mdt_request r;
+  mdt_req_init(&r);
+  mdt_req_in_data(&r, gate_in, GATE_BYTES, 0, NULL);
+  mdt_req_out_pool(&r, GATE_BYTES, 0, NULL);
+  md_handle ev = 0;
+  cr_assert_eq(e.drv->execute_async(e.dev, e.client, g, mdt_req(&r), &ev), MD_NONE, "%s", e.drv->last_error(e.dev));
+  sem_take(&gate_entered);
+  mdt_release(&e, g);
+  mdt_request r2;
+  mdt_req_init(&r2);
+  mdt_req_in_data(&r2, gate_in, GATE_BYTES, 0, NULL);
+  mdt_req_out_pool(&r2, GATE_BYTES, 0, NULL);
+  md_output_shape sh[1];
+  md_timing tm;
+  cr_expect_eq(e.drv->execute(e.dev, e.client, g, mdt_req(&r2), sh, 1, &tm), MD_INVALID_ARGUMENT);
+  sem_post(&gate_open);
+  cr_expect_eq(e.drv->wait_event(e.dev, e.client, ev, UINT64_MAX, sh, 1, &tm), MD_NONE, "%s", e.drv->last_error(e.dev));
+  mdt_req_read_out(&r, 0, gate_out, GATE_BYTES);
+  cr_expect(memcmp(gate_in, gate_out, GATE_BYTES) == 0);
+  mdt_req_fini(&r);
+  mdt_req_fini(&r2);
+}
+
+typedef struct closer_arg {
+  md_handle client;
+  md_leak_report lr;
+  md_status st;
+  atomic_int done;
+} closer_arg;
+
+static void *closer(void *p) {
+  closer_arg *a = p;
+  a->st = e.drv->close_client(e.dev, a->client, &a->lr);
+  atomic_store(&a->done, 1);
+  return NULL;
+}
+
+Test(in_flight, close_client_under_a_running_kernel) {
+  /* close_client may wait for the execution or let it finish alone; either way the memory it
+   * writes is not handed to anyone else before it ends. */
+  md_handle c2 = mdt_open_client(&e);
+  md_handle g2 = gate_model_for(c2);
+  md_handle g = gate_model_for(e.client);
+  md_token out2 = 0;
+  cr_assert_eq(mdt_try_alloc(&e, c2, g2, true, 0, 0, NULL, &out2), MD_NONE);
+  fill(gate_in, 21);
+  mdt_request r;
+  mdt_req_init(&r);
+  mdt_req_in_data(&r, gate_in, GATE_BYTES, 0, NULL);
+  mdt_req_out_token(&r, out2, 0, NULL);
+  md_handle ev = 0;
+  cr_assert_eq(e.drv->execute_async(e.dev, c2, g2, mdt_req(&r), &ev), MD_NONE, "%s", e.drv->last_error(e.dev));
+  sem_take(&gate_entered);
+  closer_arg ca;
+  memset(&ca, 0, sizeof ca);
+  ca.client = c2;
+  pthread_t th;
+  cr_assert_eq(pthread_create(&th, NULL, closer, &ca), 0);
+  /* Give close_client a chance to return if it does not wait (no timing: a bounded number of
+   * yields, and the test holds either way). */
+  for (int i = 0; i < 100000 && !atomic_load(&ca.done); i++) sched_yield();
+  md_token fresh[8];
+  allocate_filled(e.client, g, fresh, 8, 30000);
+  sem_post(&gate_open);
+  pthread_join(th, NULL);
+  sem_take(&gate_done);
+  cr_expect_eq(ca.st, MD_NONE);
+  cr_expect_eq(ca.lr.buffers, 1u);
+  cr_expect_eq(ca.lr.prepared_models, 1u);
+  cr_expect_eq(ca.lr.events, 1u);
+  md_output_shape sh[1];
+  md_timing tm;
+  cr_expect_eq(e.drv->wait_event(e.dev, c2, ev, UINT64_MAX, sh, 1, &tm), MD_INVALID_ARGUMENT);
+  cr_expect_eq(count_intact(e.client, fresh, 8, 30000), 8, "a kernel wrote into memory freed under it");
+  for (int k = 0; k < 8; k++) mdt_free(&e, fresh[k]);
+  mdt_req_fini(&r);
+  mdt_release(&e, g);
+}

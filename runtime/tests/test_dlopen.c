@@ -124,3 +124,46 @@ Test(dlopen, dlopened_driver_and_linked_driver_are_independent) {
   mdt_env_close(&y, 0);
   mdt_env_close(&x, 0);
 }
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#define MDT_HAVE_LSAN 1
+#endif
+
+Test(dlopen_unload, after_clean_use_leaks_nothing) {
+  /* A tool that opens a device, uses it, closes everything and dlcloses the driver must get
+   * all of the driver's memory back (checked by LeakSanitizer in sanitizer builds). */
+#ifndef MDT_HAVE_LSAN
+  cr_skip_test("needs a LeakSanitizer build (MD_SANITIZE=address,...)");
+#else
+  for (int round = 0; round < 2; round++) {
+    void *h = dlopen(MD_DRIVER_SO, RTLD_NOW | RTLD_LOCAL);
+    cr_assert_not_null(h, "%s", dlerror());
+    entry_fn en = (entry_fn)dlsym(h, "md_driver_entry");
+    cr_assert_not_null(en);
+    const md_driver *d = en(MD_DRIVER_ABI_VERSION);
+    mdt_env x = {d, NULL, 0};
+    cr_assert_eq(d->open_device("backend=sim", &x.dev), MD_NONE);
+    cr_assert_eq(d->open_client(x.dev, &x.client), MD_NONE);
+    static const uint32_t d23[2] = {2, 3};
+    mdt_model b;
+    md_handle p = mdt_prepare(&x, mdt_add_model(&b, 2, d23, 2, d23, 2, d23, 0));
+    md_token t = mdt_alloc(&x, p, true, 0, 0, NULL);
+    float a[6] = {1, 2, 3, 4, 5, 6};
+    mdt_request r;
+    mdt_req_init(&r);
+    mdt_req_in_data(&r, a, sizeof a, 0, NULL);
+    mdt_req_in_data(&r, a, sizeof a, 0, NULL);
+    mdt_req_out_token(&r, t, 0, NULL);
+    md_output_shape sh[8];
+    md_timing tm;
+    cr_assert_eq(mdt_exec(&x, p, &r, sh, &tm), MD_NONE);
+    mdt_req_fini(&r);
+    mdt_free(&x, t);
+    mdt_release(&x, p);
+    mdt_env_close(&x, 0);
+    cr_assert_eq(dlclose(h), 0);
+  }
+  cr_expect_eq(__lsan_do_recoverable_leak_check(), 0, "memory of the unloaded driver leaked (see stderr)");
+#endif
+}

@@ -297,7 +297,7 @@ Test(copy_from, quant8_buffer_holds_one_byte_per_element) {
   mdt_model b;
   md_handle Q = mdt_prepare(&e, mdt_custom_model(&b, "mdt.copy", MD_TENSOR_QUANT8_ASYMM, 0.5f, 3, 2, D23));
   md_token t = mdt_alloc(&e, Q, false, 0, 0, NULL);
-  uint8_t v[6] = {1, 2, 3, 250, 251, 252}, back[6];
+  uint8_t v[B23] = {1, 2, 3, 250, 251, 252}, back[6];
   cr_expect_eq(mdt_copy_from(&e, e.client, t, v, B23, 0, NULL), MD_INVALID_ARGUMENT, "24 bytes for 6 quant8");
   cr_assert_eq(mdt_copy_from(&e, e.client, t, v, 6, 0, NULL), MD_NONE, "%s", e.drv->last_error(e.dev));
   cr_assert_eq(mdt_copy_to(&e, e.client, t, back, 6), MD_NONE, "%s", e.drv->last_error(e.dev));

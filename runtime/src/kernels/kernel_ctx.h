@@ -32,6 +32,7 @@
 #ifndef MD_KERNEL_CTX_H
 #define MD_KERNEL_CTX_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "md/kernel.h"
@@ -60,5 +61,9 @@ void md__kctx_init(md_kernel_ctx *c, uint64_t limit_bytes);
  * count, keeping the limit, so the context may be reused. Call it after the kernel returned
  * (and, on a stream, after the work that uses the scratch finished). NULL is ignored. */
 void md__kctx_release(md_kernel_ctx *c);
+
+/* Devices open in this process (the runtime counts them). The registry frees its definitions
+ * when the library is unloaded only while this is 0. */
+extern _Atomic uint32_t md__kernel_registry_pins;
 
 #endif

@@ -321,6 +321,25 @@ size_t md_operand_type_size(md_operand_type type) {
   return 0;
 }
 
+/* The registry's entries live as long as the code that uses them: when the library (or the
+ * program) is unloaded, nothing can reach them any more, so they are freed here. Without this
+ * a dlopen/dlclose of libmd_driver.so would leak every definition. */
+_Atomic uint32_t md__kernel_registry_pins;
+
+__attribute__((destructor)) static void registry_unload(void) {
+  /* A device still open (its workers may be running kernels while the process exits): keep
+   * everything, as a process exit would anyway. */
+  if (atomic_load(&md__kernel_registry_pins) != 0) return;
+  for (uint32_t i = 0; i < NBUCKETS; i++) {
+    entry *e = atomic_exchange(&buckets[i], NULL);
+    while (e) {
+      entry *next = e->next;
+      entry_discard(e);
+      e = next;
+    }
+  }
+}
+
 /* ---- scratch memory (kernel_ctx.h) ---------------------------------------------------- */
 
 /* See kernel_ctx.h: allocates nothing, cannot fail; not thread-safe (one invocation). */
