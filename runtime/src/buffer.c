@@ -338,7 +338,7 @@ md_status md__copy_from(md_device *d, md_handle client, md_token token, const md
   md__client *c = ce->obj;
   md__mapping map = {0};
   md__write w = {0};
-  uint64_t logical;
+  md__pool_plan plan;
   uint32_t crank = 0, cdims[MD_MAX_RANK];
   char a[64], bb[64];
 
@@ -346,7 +346,7 @@ md_status md__copy_from(md_device *d, md_handle client, md_token token, const md
     st = md__fail(MD_INVALID_ARGUMENT, "copy_from: token " TOKFMT ": src is NULL", TOK(token));
     goto fail;
   }
-  if ((st = md__pool_validate(src, MD__POOL_COPY, "copy_from: src", &logical)) != MD_NONE) goto fail;
+  if ((st = md__pool_validate(src, MD__POOL_COPY, "copy_from: src", &plan)) != MD_NONE) goto fail;
   if (!(src->prot & PROT_READ)) {
     st = md__fail(MD_INVALID_ARGUMENT, "copy_from: src: pool is not readable (prot %u)", src->prot);
     goto fail;
@@ -354,6 +354,11 @@ md_status md__copy_from(md_device *d, md_handle client, md_token token, const md
   if (rank > MD_MAX_RANK || (rank && !dims)) {
     st = md__fail(MD_INVALID_ARGUMENT, "copy_from: token " TOKFMT ": rank %u %s", TOK(token), rank,
                   rank > MD_MAX_RANK ? "exceeds MD_MAX_RANK (8)" : "has NULL dims");
+    goto fail;
+  }
+  if (rank && md__type_is_scalar(b->type)) {
+    st = md__fail(MD_INVALID_ARGUMENT, "copy_from: token " TOKFMT ": the buffer holds a scalar, which takes no dims (rank %u)",
+                  TOK(token), rank);
     goto fail;
   }
   for (uint32_t i = 0; i < rank; i++)
@@ -384,7 +389,7 @@ md_status md__copy_from(md_device *d, md_handle client, md_token token, const md
                   md__dims_str(crank, cdims, a, sizeof a));
     goto fail;
   }
-  if ((st = md__pool_acquire(c->pools, src, MD__POOL_COPY, "copy_from: src", &map)) != MD_NONE) goto fail;
+  if ((st = md__pool_acquire(c->pools, src, MD__POOL_COPY, "copy_from: src", &plan, &map)) != MD_NONE) goto fail;
   if ((st = md__buffer_write_begin(d, b, bytes, &w)) != MD_NONE) {
     md__fail_prefix(st, "copy_from: token " TOKFMT, TOK(token));
     goto fail;
@@ -422,14 +427,14 @@ md_status md__copy_to(md_device *d, md_handle client, md_token token, const md_m
   md__client *c = ce->obj;
   md__mapping map = {0};
   md__storage *s = NULL;
-  uint64_t logical;
+  md__pool_plan plan;
   char a[64];
 
   if (!dst) {
     st = md__fail(MD_INVALID_ARGUMENT, "copy_to: token " TOKFMT ": dst is NULL", TOK(token));
     goto done;
   }
-  if ((st = md__pool_validate(dst, MD__POOL_COPY, "copy_to: dst", &logical)) != MD_NONE) goto done;
+  if ((st = md__pool_validate(dst, MD__POOL_COPY, "copy_to: dst", &plan)) != MD_NONE) goto done;
   if (!(dst->prot & PROT_WRITE)) {
     st = md__fail(MD_INVALID_ARGUMENT, "copy_to: dst: pool is not writable (prot %u)", dst->prot);
     goto done;
@@ -451,6 +456,8 @@ md_status md__copy_to(md_device *d, md_handle client, md_token token, const md_m
                   md__dims_str(rank, dims, a, sizeof a));
     goto done;
   }
+#else
+  (void)known;
 #endif
   if ((st = md__buffer_read_begin(b, &s, &rank, dims)) != MD_NONE) {
     md__fail_prefix(st, "copy_to: token " TOKFMT, TOK(token));
@@ -469,7 +476,7 @@ md_status md__copy_to(md_device *d, md_handle client, md_token token, const md_m
                   (unsigned long long)bytes);
     goto done;
   }
-  if ((st = md__pool_acquire(c->pools, dst, MD__POOL_COPY, "copy_to: dst", &map)) != MD_NONE) goto done;
+  if ((st = md__pool_acquire(c->pools, dst, MD__POOL_COPY, "copy_to: dst", &plan, &map)) != MD_NONE) goto done;
   char err[256] = "";
   st = d->be->read(d->bk, NULL, map.base, s->mem, 0, bytes, err, sizeof err);
   if (st != MD_NONE) md__fail(st, "copy_to: token " TOKFMT ": device read failed: %s", TOK(token), err);

@@ -201,6 +201,7 @@ static md_status close_client(md_device *d, md_handle client, md_leak_report *le
 /* ---- prepared models ---- */
 
 void md__prepared_destroy(md_device *d, md__prepared *p) {
+  md__exec_ctx_free_all(d, p);
   if (p->dev_const) {
     for (uint32_t i = 0; i < p->model->n_operands; i++)
       if (p->dev_const[i]) d->be->free(d->bk, p->dev_const[i]);

@@ -38,7 +38,7 @@ typedef struct opnd_state {
   uint32_t dims[MD_MAX_RANK];
   bool has_value;
   bool host;                 /* a parameter: host memory */
-  bool own_dev, own_host;    /* temporaries this execution frees */
+  bool own_host;             /* a host temporary this execution frees */
   md_devptr dev;
   uint64_t dev_off;
   void *hptr;
@@ -46,6 +46,64 @@ typedef struct opnd_state {
   md__write w;               /* a token output being written */
   int w_out;                 /* its output index, or -1 */
 } opnd_state;
+
+struct md__exec_ctx {
+  md__exec_ctx *next;
+  uint32_t n;                /* operands */
+  opnd_state *os;            /* n */
+  md_devptr *tmp;            /* n: device temporaries kept between executions */
+  uint64_t *tmp_cap;         /* n: their sizes */
+};
+
+static md__exec_ctx *ctx_get(md__prepared *p) {
+  md__spin_lock(&p->ctx_lock);
+  md__exec_ctx *c = p->ctx_free;
+  if (c) p->ctx_free = c->next;
+  md__spin_unlock(&p->ctx_lock);
+  if (c) return c;
+  uint32_t n = p->model->n_operands ? p->model->n_operands : 1;
+  c = calloc(1, sizeof *c + n * (sizeof(opnd_state) + sizeof(md_devptr) + sizeof(uint64_t)));
+  if (!c) return NULL;
+  c->n = n;
+  c->os = (opnd_state *)(c + 1);
+  c->tmp = (md_devptr *)(c->os + n);
+  c->tmp_cap = (uint64_t *)(c->tmp + n);
+  return c;
+}
+
+static void ctx_put(md__prepared *p, md__exec_ctx *c) {
+  md__spin_lock(&p->ctx_lock);
+  c->next = p->ctx_free;
+  p->ctx_free = c;
+  md__spin_unlock(&p->ctx_lock);
+}
+
+void md__exec_ctx_free_all(md_device *d, md__prepared *p) {
+  md__exec_ctx *c = p->ctx_free;
+  p->ctx_free = NULL;
+  while (c) {
+    md__exec_ctx *next = c->next;
+    for (uint32_t i = 0; i < c->n; i++)
+      if (c->tmp[i]) d->be->free(d->bk, c->tmp[i]);
+    free(c);
+    c = next;
+  }
+}
+
+/* Device memory of at least `bytes` for operand i: the context's temporary, grown if needed. */
+static md_status ctx_dev(md_device *d, md__exec_ctx *c, uint32_t i, uint64_t bytes, md_devptr *out) {
+  if (bytes == 0) bytes = 1;
+  if (c->tmp_cap[i] < bytes) {
+    if (c->tmp[i]) d->be->free(d->bk, c->tmp[i]);
+    c->tmp[i] = 0;
+    c->tmp_cap[i] = 0;
+    md_status st = d->be->alloc(d->bk, bytes, &c->tmp[i]);
+    if (st != MD_NONE) return st;
+    c->tmp_cap[i] = bytes;
+  }
+  *out = c->tmp[i];
+  return MD_NONE;
+}
 
 struct md__event {
   pthread_mutex_t lock;
@@ -70,7 +128,9 @@ struct md__exec {
   md__mapping *maps;         /* per request pool; scope NULL for token pools */
   md__hentry **tok;          /* per request pool: the buffer's entry, or NULL */
   md_output_shape *shapes;   /* n_out */
+  md__pool_plan *plans;      /* per request pool, during validation */
   md_timing timing;
+  /* in, out, maps, tok, shapes and plans live in the same allocation, after this struct */
 };
 
 static uint64_t now_ns(void) {
@@ -89,26 +149,69 @@ static uint64_t opnd_bytes(md_operand_type t, uint32_t rank, const uint32_t *dim
 
 static void exec_free(md__exec *x) {
   md_device *d = x->d;
-  for (uint32_t i = 0; i < x->n_in; i++) md__storage_put(d, x->in ? x->in[i].rd : NULL);
-  for (uint32_t i = 0; i < x->n_pools; i++) {
-    if (x->maps && x->maps[i].scope) md__mapping_release(&x->maps[i]);
-    if (x->tok && x->tok[i]) md__handle_put(&d->ht, x->tok[i]);
+  for (uint32_t i = 0; x->in && i < x->n_in; i++) md__storage_put(d, x->in[i].rd);
+  for (uint32_t i = 0; x->maps && i < x->n_pools; i++) {
+    if (x->maps[i].scope) md__mapping_release(&x->maps[i]);
+    if (x->tok[i]) md__handle_put(&d->ht, x->tok[i]);
   }
   if (x->ee) md__handle_put(&d->ht, x->ee);
   if (x->pe) md__handle_put(&d->ht, x->pe);
   if (x->ce) md__handle_put(&d->ht, x->ce);
-  free(x->in);
-  free(x->out);
-  free(x->maps);
-  free(x->tok);
-  free(x->shapes);
   free(x);
+}
+
+/* One allocation for an execution and its per-argument and per-pool arrays. */
+static md__exec *exec_alloc(uint32_t n_in, uint32_t n_out, uint32_t n_pools) {
+#define ALIGN8(n) (((n) + 7u) & ~(size_t)7u)
+  size_t off_in = ALIGN8(sizeof(md__exec));
+  size_t off_out = off_in + ALIGN8((size_t)n_in * sizeof(io_arg));
+  size_t off_maps = off_out + ALIGN8((size_t)n_out * sizeof(io_arg));
+  size_t off_tok = off_maps + ALIGN8((size_t)n_pools * sizeof(md__mapping));
+  size_t off_shapes = off_tok + ALIGN8((size_t)n_pools * sizeof(md__hentry *));
+  size_t off_plans = off_shapes + ALIGN8((size_t)n_out * sizeof(md_output_shape));
+  size_t total = off_plans + (size_t)n_pools * sizeof(md__pool_plan);
+#undef ALIGN8
+  uint8_t *p = calloc(1, total);
+  if (!p) return NULL;
+  md__exec *x = (md__exec *)p;
+  x->in = (io_arg *)(p + off_in);
+  x->out = (io_arg *)(p + off_out);
+  x->maps = (md__mapping *)(p + off_maps);
+  x->tok = (md__hentry **)(p + off_tok);
+  x->shapes = (md_output_shape *)(p + off_shapes);
+  x->plans = (md__pool_plan *)(p + off_plans);
+  x->n_in = n_in;
+  x->n_out = n_out;
+  x->n_pools = n_pools;
+  return x;
+}
+
+/* "execute: request pool 3" without formatting on every call: the first 64 names per entry
+ * point are made once. */
+static char pool_names[2][64][40];
+static pthread_once_t pool_names_once = PTHREAD_ONCE_INIT;
+
+static void make_pool_names(void) {
+  for (uint32_t i = 0; i < 64; i++) {
+    snprintf(pool_names[0][i], sizeof pool_names[0][i], "execute: request pool %u", i);
+    snprintf(pool_names[1][i], sizeof pool_names[1][i], "execute_async: request pool %u", i);
+  }
+}
+
+static const char *pool_what(const char *fn, uint32_t i, char *buf, size_t n) {
+  int async = strcmp(fn, "execute_async") == 0;
+  if (i < 64 && (async || strcmp(fn, "execute") == 0)) {
+    pthread_once(&pool_names_once, make_pool_names);
+    return pool_names[async][i];
+  }
+  snprintf(buf, n, "%s: request pool %u", fn, i);
+  return buf;
 }
 
 /* ---- validation ---- */
 
 static md_status check_arg(md__exec *x, const char *fn, const md_request_arg *a, uint32_t is_out, uint32_t i,
-                           const uint64_t *pool_size, io_arg *out) {
+                           io_arg *out) {
   const md__model *m = x->p->model;
   const md__operand *o = &m->operands[is_out ? m->outputs[i] : m->inputs[i]];
   const char *io = is_out ? "output" : "input";
@@ -164,7 +267,7 @@ static md_status check_arg(md__exec *x, const char *fn, const md_request_arg *a,
   if (!(mem->prot & need_prot))
     return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: pool %u is not %s (prot %u)", fn, io, i, a->pool,
                     is_out ? "writable" : "readable", mem->prot);
-  uint64_t size = pool_size[a->pool];
+  uint64_t size = x->plans[a->pool].logical;
   if (mem->kind == MD_MEM_HARDWARE_BUFFER) {
     /* Non-BLOB hardware buffers have no logical size: the argument is the whole buffer. */
     if (a->offset || a->length)
@@ -193,11 +296,14 @@ static md_status check_arg(md__exec *x, const char *fn, const md_request_arg *a,
 static md_status exec_create(md_device *d, const char *fn, md_handle client, md_handle prepared,
                              const md_request *req, md__exec **out) {
   *out = NULL;
-  md__exec *x = calloc(1, sizeof *x);
+  /* Sized from the request; the counts are checked against the model below. */
+  uint32_t n_in = req ? req->n_inputs : 0, n_out = req ? req->n_outputs : 0, n_pools = req ? req->n_pools : 0;
+  md__exec *x = exec_alloc(n_in, n_out, n_pools);
   if (!x) return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "%s: out of memory", fn);
   x->d = d;
   x->client = client;
   x->prepared = prepared;
+  x->n_pools = 0;   /* nothing of the pools is held yet (exec_free walks n_pools) */
   md_status st = md__client_get(d, fn, client, &x->ce);
   if (st != MD_NONE) goto fail;
   st = md__owned_get(d, fn, "prepared model", client, prepared, MD__KIND_PREPARED, &x->pe);
@@ -219,39 +325,28 @@ static md_status exec_create(md_device *d, const char *fn, md_handle client, md_
                   req->n_inputs && !req->inputs ? "inputs" : req->n_outputs && !req->outputs ? "outputs" : "pools");
     goto fail;
   }
-  x->n_in = m->n_inputs;
-  x->n_out = m->n_outputs;
   x->n_pools = req->n_pools;
-  x->in = calloc(x->n_in + 1, sizeof *x->in);
-  x->out = calloc(x->n_out + 1, sizeof *x->out);
-  x->maps = calloc(x->n_pools + 1, sizeof *x->maps);
-  x->tok = calloc(x->n_pools + 1, sizeof *x->tok);
-  x->shapes = calloc(x->n_out + 1, sizeof *x->shapes);
-  uint64_t *pool_size = calloc(x->n_pools + 1, sizeof *pool_size);
-  if (!x->in || !x->out || !x->maps || !x->tok || !x->shapes || !pool_size) {
-    free(pool_size);
-    st = md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "%s: out of memory", fn);
-    goto fail;
-  }
 
   /* Pools: tokens valid for this client, memories valid. */
   for (uint32_t i = 0; i < x->n_pools && st == MD_NONE; i++) {
     const md_request_pool *rp = &req->pools[i];
-    char what[48];
+    char buf[64];
     if (rp->is_token) {
-      snprintf(what, sizeof what, "pool %u: token", i);
-      st = md__owned_get(d, fn, what, client, rp->token, MD__KIND_BUFFER, &x->tok[i]);
+      st = md__owned_get(d, fn, "token", client, rp->token, MD__KIND_BUFFER, &x->tok[i]);
+      if (st != MD_NONE) {
+        snprintf(buf, sizeof buf, "pool %u: token", i);
+        /* Again with the pool named in the message (a token cannot come back to life). */
+        if (md__owned_get(d, fn, buf, client, rp->token, MD__KIND_BUFFER, &x->tok[i]) == MD_NONE)
+          md__handle_put(&d->ht, x->tok[i]);
+        x->tok[i] = NULL;
+      }
     } else {
-      snprintf(what, sizeof what, "%s: request pool %u", fn, i);
-      st = md__pool_validate(&rp->memory, MD__POOL_IO, what, &pool_size[i]);
+      st = md__pool_validate(&rp->memory, MD__POOL_IO, pool_what(fn, i, buf, sizeof buf), &x->plans[i]);
     }
   }
   /* Arguments: counts, dims, bounds, roles. */
-  for (uint32_t i = 0; i < x->n_in && st == MD_NONE; i++)
-    st = check_arg(x, fn, &req->inputs[i], 0, i, pool_size, &x->in[i]);
-  for (uint32_t i = 0; i < x->n_out && st == MD_NONE; i++)
-    st = check_arg(x, fn, &req->outputs[i], 1, i, pool_size, &x->out[i]);
-  free(pool_size);
+  for (uint32_t i = 0; i < x->n_in && st == MD_NONE; i++) st = check_arg(x, fn, &req->inputs[i], 0, i, &x->in[i]);
+  for (uint32_t i = 0; i < x->n_out && st == MD_NONE; i++) st = check_arg(x, fn, &req->outputs[i], 1, i, &x->out[i]);
   if (st != MD_NONE) goto fail;
 
 #ifndef MD_MUTANT_output_alias_unchecked
@@ -300,9 +395,9 @@ static md_status exec_create(md_device *d, const char *fn, md_handle client, md_
   md__client *c = x->ce->obj;
   for (uint32_t i = 0; i < x->n_pools; i++) {
     if (req->pools[i].is_token) continue;
-    char what[48];
-    snprintf(what, sizeof what, "%s: request pool %u", fn, i);
-    st = md__pool_acquire(c->pools, &req->pools[i].memory, MD__POOL_IO, what, &x->maps[i]);
+    char buf[64];
+    st = md__pool_acquire(c->pools, &req->pools[i].memory, MD__POOL_IO, pool_what(fn, i, buf, sizeof buf),
+                          &x->plans[i], &x->maps[i]);
     if (st != MD_NONE) goto fail;
   }
   x->req = NULL;
@@ -345,7 +440,8 @@ static void deinit_device_outputs(md__exec *x, opnd_state *os) {
   }
 }
 
-static md_status bind_inputs(md__exec *x, opnd_state *os) {
+static md_status bind_inputs(md__exec *x, md__exec_ctx *ctx) {
+  opnd_state *os = ctx->os;
   md_device *d = x->d;
   const md__model *m = x->p->model;
   char err[256];
@@ -381,9 +477,8 @@ static md_status bind_inputs(md__exec *x, opnd_state *os) {
         s->hptr = src;
         continue;
       }
-      md_status st = d->be->alloc(d->bk, s->bytes, &s->dev);
+      md_status st = ctx_dev(d, ctx, m->inputs[i], s->bytes, &s->dev);
       if (st != MD_NONE) return md__fail(st, "input %u: cannot allocate %llu bytes of device memory", i, (unsigned long long)s->bytes);
-      s->own_dev = true;
       err[0] = '\0';
       st = d->be->write(d->bk, NULL, s->dev, 0, src, s->bytes, err, sizeof err);
       if (st != MD_NONE) return md__fail(st, "input %u: copying to the device: %s", i, err);
@@ -420,7 +515,8 @@ static void tensor_of(md_device *d, const md__operand *o, const opnd_state *s, m
 }
 
 /* Computes output dims, places the outputs and runs one operation. */
-static md_status run_op(md__exec *x, opnd_state *os, uint32_t n, uint64_t *dev_ns) {
+static md_status run_op(md__exec *x, md__exec_ctx *ctx, uint32_t n, uint64_t *dev_ns) {
+  opnd_state *os = ctx->os;
   md_device *d = x->d;
   const md__model *m = x->p->model;
   const md__operation *op = &m->operations[n];
@@ -530,12 +626,11 @@ static md_status run_op(md__exec *x, opnd_state *os, uint32_t n, uint64_t *dev_n
       }
       s->own_host = true;
     } else {
-      st = d->be->alloc(d->bk, s->bytes ? s->bytes : 1, &s->dev);
+      st = ctx_dev(d, ctx, oi, s->bytes, &s->dev);
       if (st != MD_NONE) {
         md__fail(st, "operand %u: cannot allocate %llu bytes of device memory", oi, (unsigned long long)s->bytes);
         goto out;
       }
-      s->own_dev = true;
     }
   }
   for (uint32_t j = 0; j < op->n_inputs + op->n_outputs; j++) {
@@ -570,7 +665,6 @@ static void release_states(md__exec *x, opnd_state *os) {
   const md__model *m = x->p->model;
   for (uint32_t i = 0; i < m->n_operands; i++) {
     opnd_state *s = &os[i];
-    if (s->own_dev) x->d->be->free(x->d->bk, s->dev);
     if (s->own_host) free(s->hptr);
     if (s->w.st) md__storage_put(x->d, s->w.st);
   }
@@ -582,13 +676,15 @@ static md_status exec_run(md__exec *x) {
   md_device *d = x->d;
   const md__model *m = x->p->model;
   uint64_t t0 = now_ns(), dev_ns = 0;
-  opnd_state *os = calloc(m->n_operands ? m->n_operands : 1, sizeof *os);
+  md__exec_ctx *ctx = ctx_get(x->p);
   md_status st;
-  if (!os) return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "execute: out of host memory");
-  st = bind_inputs(x, os);
+  if (!ctx) return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "execute: out of host memory");
+  opnd_state *os = ctx->os;
+  memset(os, 0, ctx->n * sizeof *os);
+  st = bind_inputs(x, ctx);
   if (st != MD_NONE) md__fail_prefix(st, "execute");
   for (uint32_t n = 0; n < m->n_operations && st == MD_NONE; n++) {
-    st = run_op(x, os, n, &dev_ns);
+    st = run_op(x, ctx, n, &dev_ns);
     if (st != MD_NONE) md__fail_prefix(st, "execute: operation %u (%s)", n, m->operations[n].name);
   }
   bool short_out = false;
@@ -647,7 +743,7 @@ static md_status exec_run(md__exec *x) {
     x->timing.on_device_ns = x->timing.in_driver_ns = UINT64_MAX;
   }
   release_states(x, os);
-  free(os);
+  ctx_put(x->p, ctx);
   return st;
 }
 

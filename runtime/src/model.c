@@ -147,8 +147,10 @@ static md_status check_pools(const md_model *m, uint64_t *pool_size) {
   for (uint32_t p = 0; p < m->n_pools; p++) {
     char what[32];
     snprintf(what, sizeof what, "model pool %u", p);
-    md_status st = md__pool_validate(&m->pools[p], MD__POOL_CONSTANT, what, &pool_size[p]);
+    md__pool_plan plan;
+    md_status st = md__pool_validate(&m->pools[p], MD__POOL_CONSTANT, what, &plan);
     if (st != MD_NONE) return st;
+    pool_size[p] = plan.logical;
     /* The driver reads constants out of the mapping; a write-only mapping cannot serve. */
     if (!(m->pools[p].prot & PROT_READ))
       return md__fail(MD_INVALID_ARGUMENT, "%s: prot 0x%x lacks PROT_READ (constants are read)",
@@ -515,7 +517,7 @@ static md_status copy_model(const md_model *m, md__pool_cache *cache, int borrow
   for (uint32_t p = 0; p < m->n_pools; p++) {
     char pname[32];
     snprintf(pname, sizeof pname, "model pool %u", p);
-    st = md__pool_acquire(cache, &m->pools[p], MD__POOL_CONSTANT, pname, &c->pools[p]);
+    st = md__pool_acquire(cache, &m->pools[p], MD__POOL_CONSTANT, pname, NULL, &c->pools[p]);
     if (st != MD_NONE) goto fail;
     c->n_pools = p + 1;
   }

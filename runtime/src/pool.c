@@ -54,12 +54,7 @@
 
 #define PROT_RW ((uint32_t)(PROT_READ | PROT_WRITE))
 
-/* What validation learned: the file's identity and the byte range to map. */
-typedef struct plan {
-  struct stat st;
-  uint64_t offset, size;   /* range of the file to map */
-  uint64_t logical;        /* size seen by request arguments */
-} plan;
+typedef md__pool_plan plan;
 
 typedef struct key {
   dev_t dev;
@@ -211,9 +206,13 @@ static md_status check(const md_memory *m, md__pool_use use, const char *what, p
     case MD_MEM_HARDWARE_BUFFER_BLOB: return check_blob(m, what, p);
     case MD_MEM_HARDWARE_BUFFER: return check_hwb(m, what, p);
     case MD_MEM_ASHMEM:
+      /* SPEC 1: an ASHMEM pool is a whole memfd: offset 0 and the file's size. */
       if (m->offset != 0)
         return md__fail(MD_INVALID_ARGUMENT, "%s: ASHMEM offset %llu must be 0", what,
                         (unsigned long long)m->offset);
+      if (m->size != 0 && p->st.st_size >= 0 && m->size < (uint64_t)p->st.st_size)
+        return md__fail(MD_INVALID_ARGUMENT, "%s: ASHMEM size %llu must be the whole file (%lld bytes)",
+                        what, (unsigned long long)m->size, (long long)p->st.st_size);
       break;
     case MD_MEM_MMAP_FD: break;
   }
@@ -226,10 +225,10 @@ static md_status check(const md_memory *m, md__pool_use use, const char *what, p
 }
 
 md_status md__pool_validate(const md_memory *m, md__pool_use use, const char *what,
-                            uint64_t *logical_size) {
+                            md__pool_plan *out) {
   plan p;
   md_status st = check(m, use, what ? what : "pool", &p);
-  if (st == MD_NONE && logical_size) *logical_size = p.logical;
+  if (st == MD_NONE && out) *out = p;
   return st;
 }
 
@@ -241,9 +240,9 @@ static int access_errno(int fd, uint32_t prot) {
   if (fl & O_PATH) return EBADF;
   if ((fl & O_ACCMODE) == O_WRONLY) return EACCES;
   if ((prot & PROT_WRITE) && (fl & O_ACCMODE) != O_RDWR) return EACCES;
+  if (!(prot & PROT_WRITE)) return 0;   /* seals only forbid writable mappings */
   int seals = fcntl(fd, F_GET_SEALS);   /* EINVAL for files that are not memfds: no seals */
-  if ((prot & PROT_WRITE) && seals > 0 && (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)))
-    return EPERM;
+  if (seals > 0 && (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE))) return EPERM;
   return 0;
 }
 
@@ -338,12 +337,13 @@ static md_status take(entry *e, const char *what, md__mapping *out) {
 }
 
 md_status md__pool_acquire(md__pool_cache *c, const md_memory *m, md__pool_use use,
-                           const char *what, md__mapping *out) {
+                           const char *what, const md__pool_plan *validated, md__mapping *out) {
   if (!what) what = "pool";
   if (!out) return md__fail(MD_INVALID_ARGUMENT, "%s: out is NULL", what);
   plan p;
-  md_status st = check(m, use, what, &p);
-  if (st != MD_NONE) return st;
+  md_status st = MD_NONE;
+  if (validated) p = *validated;
+  else if ((st = check(m, use, what, &p)) != MD_NONE) return st;
   int err = access_errno(m->fd, m->prot);
   if (err) return md__fail(MD_GENERAL_FAILURE, "%s: cannot map fd %d: %s", what, m->fd,
                            strerror(err));

@@ -10,6 +10,7 @@
 #define MD_POOL_H
 
 #include <stdint.h>
+#include <sys/stat.h>
 #include "md/driver.h"
 #include "md/scope.h"
 
@@ -23,14 +24,22 @@ typedef enum md__pool_use {
 /* AHARDWARE_BUFFER_FORMAT_BLOB, as in Android. Other formats are non-BLOB. */
 #define MD__HWB_FORMAT_BLOB 0x21u
 
+/* What validating a pool learned: the file's identity and the byte range to map. Handed from
+ * md__pool_validate to md__pool_acquire so a call checks each pool's file once. */
+typedef struct md__pool_plan {
+  struct stat st;
+  uint64_t offset, size;   /* range of the file to map */
+  uint64_t logical;        /* the pool's size as seen by request arguments (0 for non-BLOB
+                              hardware buffers) */
+} md__pool_plan;
+
 /* Validates a pool before mapping (INVALID_ARGUMENT with a message that starts with `what`,
  * e.g. "request pool 2: offset 4096 + size 8192 is past the end of fd 7 (8192 bytes)"):
  * kind known and allowed for `use`; fd >= 0 and open; size > 0 (non-BLOB hardware buffers:
  * their size is computed); offset+size inside the file (no overflow); prot only READ|WRITE
- * bits and non-zero; hardware-buffer geometry. On success *logical_size is the pool's size
- * as seen by request arguments (0 for non-BLOB hardware buffers). */
+ * bits and non-zero; hardware-buffer geometry. On success fills *plan (may be NULL). */
 md_status md__pool_validate(const md_memory *m, md__pool_use use, const char *what,
-                            uint64_t *logical_size);
+                            md__pool_plan *plan);
 
 typedef struct md__mapping {
   md_scope *scope;         /* shared scope owning the mmap */
@@ -48,11 +57,12 @@ md_status md__pool_cache_create(uint32_t max_idle, md__pool_cache **out);
 /* Drops every mapping (deferred close: in-flight users keep theirs until they release). */
 void md__pool_cache_destroy(md__pool_cache *c);
 
-/* Validates m (as md__pool_validate), then returns an ACQUIRED mapping, from the cache or
- * freshly mapped. Mapping failure: GENERAL_FAILURE "<what>: cannot map fd N: <strerror>".
+/* Returns an ACQUIRED mapping of m, from the cache or freshly mapped. `plan` is what
+ * md__pool_validate returned for m during this same call (the file is not checked again); NULL
+ * validates m first. Mapping failure: GENERAL_FAILURE "<what>: cannot map fd N: <strerror>".
  * The caller must md__mapping_release it. c may be NULL (map without caching). */
 md_status md__pool_acquire(md__pool_cache *c, const md_memory *m, md__pool_use use,
-                           const char *what, md__mapping *out);
+                           const char *what, const md__pool_plan *plan, md__mapping *out);
 void md__mapping_release(md__mapping *m);
 
 /* Counters for tests: mappings created (mmap calls) and currently cached. */

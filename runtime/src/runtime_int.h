@@ -49,10 +49,17 @@ typedef struct md__client {
   md__pool_cache *pools;     /* this client's pool mappings */
 } md__client;
 
+/* What one execution of a prepared model needs besides its request: per operand, its state
+ * while running and the device temporary it used last time (kept for the next execution, so
+ * a steady stream of executions allocates no device memory). execute.c owns the layout. */
+typedef struct md__exec_ctx md__exec_ctx;
+
 typedef struct md__prepared {
   md__model *model;
   md_devptr *dev_const;      /* per operand: device copy of a constant tensor, or 0 */
   uint64_t dev_bytes;
+  md__spin ctx_lock;         /* guards ctx_free */
+  md__exec_ctx *ctx_free;    /* contexts not in use: one per execution that ran concurrently */
 } md__prepared;
 
 /* Device memory of a buffer. The buffer holds one reference; a call or execution reading or
@@ -143,6 +150,7 @@ bool md__buffer_has_role(const md__buffer *b, md_handle prepared, uint32_t is_ou
 /* Objects' destruction (handle table callback) for the parts defined in buffer.c / execute.c. */
 void md__buffer_destroy(md_device *d, md__buffer *b);
 void md__prepared_destroy(md_device *d, md__prepared *p);
+void md__exec_ctx_free_all(md_device *d, md__prepared *p);   /* execute.c */
 void md__event_destroy(md_device *d, md__event *ev);
 
 /* Async workers (execute.c). */

@@ -314,3 +314,21 @@ Test(copy_to, other_clients_uninitialized_token_is_invalid_argument) {
   mdt_free(&e, t);
   mdt_close_client(&e, c2, NULL);
 }
+
+Test(copy_from, scalar_buffer_takes_no_dims) {
+  mdt_model b;
+  md_handle S = mdt_prepare(&e, mdt_add_act_input_model(&b, 2, D23));   /* input 2: INT32 scalar */
+  md_buffer_role role = {.model_index = 0, .io_index = 2, .probability = 1.0f};
+  md_token t;
+  cr_assert_eq(e.drv->allocate(e.dev, e.client, NULL, &S, 1, &role, 1, NULL, 0, &t), MD_NONE, "%s",
+               e.drv->last_error(e.dev));
+  int32_t v = 1;
+  int fd = mdt_memfd(&v, sizeof v);
+  md_memory m = mdt_ashmem(fd, sizeof v);
+  uint32_t one = 1;
+  cr_assert_eq(e.drv->copy_from(e.dev, e.client, t, &m, 1, &one), MD_INVALID_ARGUMENT);
+  cr_expect(strstr(e.drv->last_error(e.dev), "scalar"), "%s", e.drv->last_error(e.dev));
+  cr_assert_eq(e.drv->copy_from(e.dev, e.client, t, &m, 0, NULL), MD_NONE, "%s", e.drv->last_error(e.dev));
+  close(fd);
+  mdt_free(&e, t);
+}

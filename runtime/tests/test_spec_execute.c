@@ -755,3 +755,22 @@ Test(numerics, quant8_buffers_round_trip_through_an_execution) {
   mdt_free(&e, out);
   mdt_release(&e, Q);
 }
+
+Test(execute, invalid_argument_uninitializes_device_outputs) {
+  /* SPEC 4: "On every other failure: ... every device output of the request becomes
+   * uninitialized" - a request rejected for another argument is such a failure. The output
+   * token itself is valid, owned and in its role. */
+  md_token t = mdt_alloc(&e, P, true, 0, 0, NULL);
+  cr_assert_eq(mdt_copy_from(&e, e.client, t, A, B23, 0, NULL), MD_NONE);
+  mdt_request r;
+  mdt_req_init(&r);
+  mdt_req_in_data(&r, A, B23, 0, NULL);
+  mdt_req_in_data(&r, B, 20, 0, NULL); /* wrong length */
+  mdt_req_out_token(&r, t, 0, NULL);
+  md_output_shape sh[8];
+  md_timing tm;
+  cr_assert_eq(mdt_exec(&e, P, &r, sh, &tm), MD_INVALID_ARGUMENT);
+  cr_expect_eq(mdt_copy_to(&e, e.client, t, NULL, B23), MD_GENERAL_FAILURE, "output still initialized");
+  mdt_req_fini(&r);
+  mdt_free(&e, t);
+}

@@ -740,3 +740,63 @@ Test(pools, unused_dead_token_pool_rejected) {
   mdt_req_fini(&r);
   mdt_release(&e, p);
 }
+
+/* ---- pools whose prot forbids the use (SPEC silent on the status: a failure, never a
+ * write through a read-only mapping) ---- */
+
+static int is_rejection(md_status st) { return st == MD_INVALID_ARGUMENT || st == MD_GENERAL_FAILURE; }
+
+Test(pools, read_only_output_pool_rejected) {
+  md_handle p = prepare_add23();
+  float a[6];
+  mdt_iota(a, 6, 1);
+  int fd = mdt_memfd(NULL, B23);
+  md_memory m = mdt_ashmem(fd, B23);
+  m.prot = PROT_READ;
+  mdt_request r;
+  mdt_req_init(&r);
+  mdt_req_in_data(&r, a, B23, 0, NULL);
+  mdt_req_in_data(&r, a, B23, 0, NULL);
+  mdt_req_out_arg(&r, mdt_req_pool_mem(&r, m), 0, B23, 0, NULL);
+  md_output_shape sh[8];
+  md_timing t;
+  md_status st = mdt_exec(&e, p, &r, sh, &t);
+  cr_expect(is_rejection(st), "status %d", (int)st);
+  float back[6] = {0};
+  mdt_read_fd(fd, back, B23);
+  for (int i = 0; i < 6; i++) cr_expect_eq(back[i], 0.0f, "read-only pool written");
+  mdt_req_fini(&r);
+  close(fd);
+  mdt_release(&e, p);
+}
+
+Test(pools, read_only_copy_to_destination_rejected) {
+  md_handle p = prepare_add23();
+  md_token t = mdt_alloc(&e, p, false, 0, 0, NULL);
+  float a[6];
+  mdt_iota(a, 6, 1);
+  cr_assert_eq(mdt_copy_from(&e, e.client, t, a, B23, 0, NULL), MD_NONE);
+  int fd = mdt_memfd(NULL, B23);
+  md_memory m = mdt_ashmem(fd, B23);
+  m.prot = PROT_READ;
+  md_status st = e.drv->copy_to(e.dev, e.client, t, &m);
+  cr_expect(is_rejection(st), "status %d", (int)st);
+  close(fd);
+  mdt_free(&e, t);
+  mdt_release(&e, p);
+}
+
+Test(pools, write_only_copy_from_source_rejected) {
+  md_handle p = prepare_add23();
+  md_token t = mdt_alloc(&e, p, false, 0, 0, NULL);
+  float a[6];
+  mdt_iota(a, 6, 1);
+  int fd = mdt_memfd(a, B23);
+  md_memory m = mdt_ashmem(fd, B23);
+  m.prot = PROT_WRITE;
+  md_status st = e.drv->copy_from(e.dev, e.client, t, &m, 0, NULL);
+  cr_expect(is_rejection(st), "status %d", (int)st);
+  close(fd);
+  mdt_free(&e, t);
+  mdt_release(&e, p);
+}

@@ -531,3 +531,66 @@ Test(security, resized_dynamic_buffer_never_shows_bytes_of_a_freed_one) {
   mdt_release(&e, Qk);
   mdt_release(&e, Qd);
 }
+
+Test(security, another_clients_token_as_output_leaves_it_untouched) {
+  /* A request that names someone else's buffer as its output is rejected and, unlike a
+   * failed execution of one's own, does not uninitialize (or write) that buffer. */
+  md_handle c2 = mdt_open_client(&e);
+  mdt_model b;
+  md_handle p2 = mdt_prepare_for(&e, c2, mdt_add_model(&b, 2, D23, 2, D23, 2, D23, 0));
+  md_token t2 = 0;
+  cr_assert_eq(mdt_try_alloc(&e, c2, p2, true, 0, 0, NULL, &t2), MD_NONE);
+  cr_assert_eq(mdt_copy_from(&e, c2, t2, A, B23, 0, NULL), MD_NONE);
+  mdt_request r;
+  mdt_req_init(&r);
+  mdt_req_in_data(&r, B, B23, 0, NULL);
+  mdt_req_in_data(&r, B, B23, 0, NULL);
+  mdt_req_out_token(&r, t2, 0, NULL);
+  md_output_shape sh[8];
+  md_timing tm;
+  cr_expect_eq(mdt_exec(&e, P, &r, sh, &tm), MD_INVALID_ARGUMENT);
+  mdt_req_fini(&r);
+  float out[6];
+  cr_expect_eq(mdt_copy_to(&e, c2, t2, out, B23), MD_NONE, "the owner's buffer was uninitialized");
+  cr_expect(memcmp(out, A, B23) == 0, "the owner's buffer was written");
+  mdt_close_client(&e, c2, NULL);
+}
+
+Test(handles, reused_event_slots_reject_old_events) {
+  md_handle old[40];
+  md_output_shape sh[8];
+  md_timing tm;
+  for (int i = 0; i < 40; i++) {
+    mdt_request r;
+    mdt_req_init(&r);
+    mdt_req_in_data(&r, A, B23, 0, NULL);
+    mdt_req_in_data(&r, B, B23, 0, NULL);
+    mdt_req_out_pool(&r, B23, 0, NULL);
+    cr_assert_eq(e.drv->execute_async(e.dev, e.client, P, mdt_req(&r), &old[i]), MD_NONE);
+    cr_assert_eq(e.drv->wait_event(e.dev, e.client, old[i], UINT64_MAX, sh, 1, &tm), MD_NONE);
+    mdt_req_fini(&r);
+  }
+  uint32_t accepted = 0, repeated = 0;
+  for (int i = 0; i < 40; i++) {
+    accepted += e.drv->wait_event(e.dev, e.client, old[i], 0, sh, 1, &tm) != MD_INVALID_ARGUMENT;
+    for (int j = 0; j < i; j++) repeated += old[i] == old[j];
+  }
+  cr_expect_eq(accepted, 0u, "%u consumed events accepted", accepted);
+  cr_expect_eq(repeated, 0u, "%u event handles issued twice", repeated);
+}
+
+Test(handles, reused_prepared_slots_reject_old_handles) {
+  md_handle old[40];
+  mdt_model b;
+  for (int i = 0; i < 40; i++) {
+    old[i] = mdt_prepare(&e, mdt_add_model(&b, 2, D23, 2, D23, 2, D23, 0));
+    mdt_release(&e, old[i]);
+  }
+  uint32_t accepted = 0, repeated = 0;
+  for (int i = 0; i < 40; i++) {
+    accepted += exec_plain(e.client, old[i]) != MD_INVALID_ARGUMENT;
+    for (int j = 0; j < i; j++) repeated += old[i] == old[j];
+  }
+  cr_expect_eq(accepted, 0u, "%u released prepared models accepted", accepted);
+  cr_expect_eq(repeated, 0u, "%u prepared handles issued twice", repeated);
+}

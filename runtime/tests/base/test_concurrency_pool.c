@@ -61,7 +61,7 @@ static void *churn(void *p) {
   for (int r = 0; r < ROUNDS; r++) {
     int f = (tid + r) % sh->n_files;
     md__mapping map;
-    if (md__pool_acquire(sh->c, &sh->m[f], MD__POOL_IO, "request pool 0", &map) != MD_NONE)
+    if (md__pool_acquire(sh->c, &sh->m[f], MD__POOL_IO, "request pool 0", NULL, &map) != MD_NONE)
       return (void *)1;
     if (!content_ok(&map, f, r)) return (void *)2;
     md__mapping_release(&map);
@@ -103,7 +103,7 @@ Test(pool_concurrency, warm_cache_maps_one_pool_once_for_all_threads) {
   static shared sh;
   setup(&sh, 1, 4);
   md__mapping warm;
-  cr_assert_eq(md__pool_acquire(sh.c, &sh.m[0], MD__POOL_IO, "warm", &warm), MD_NONE);
+  cr_assert_eq(md__pool_acquire(sh.c, &sh.m[0], MD__POOL_IO, "warm", NULL, &warm), MD_NONE);
   md__mapping_release(&warm);
   run(&sh, churn);
   cr_expect_eq(md__pool_cache_maps(sh.c), 1);
@@ -135,7 +135,7 @@ static void *hold_across_destroy(void *p) {
   shared *sh = p;
   md__mapping map[FILES];
   for (int f = 0; f < sh->n_files; f++)
-    if (md__pool_acquire(sh->c, &sh->m[f], MD__POOL_IO, "request pool 1", &map[f]) != MD_NONE)
+    if (md__pool_acquire(sh->c, &sh->m[f], MD__POOL_IO, "request pool 1", NULL, &map[f]) != MD_NONE)
       return (void *)1;
   pthread_barrier_wait(&sh->held);   /* main destroys the cache */
   pthread_barrier_wait(&sh->held);

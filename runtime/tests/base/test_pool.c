@@ -50,17 +50,18 @@ static md_memory hwb(int fd, uint32_t format, uint32_t w, uint32_t h, uint32_t l
 
 /* Validation of m for use fails with st, a message starting with WHAT and containing sub. */
 static void expect_invalid(md_memory m, md__pool_use use, md_status st, const char *sub) {
-  uint64_t logical = 12345;
+  md__pool_plan plan;
+  plan.logical = 12345;
   md__clear_error();
-  cr_assert_eq(md__pool_validate(&m, use, WHAT, &logical), st, "%s", md__last_error());
+  cr_assert_eq(md__pool_validate(&m, use, WHAT, &plan), st, "%s", md__last_error());
   cr_expect(strncmp(md__last_error(), WHAT ": ", strlen(WHAT) + 2) == 0, "%s", md__last_error());
   cr_expect(strstr(md__last_error(), sub), "want \"%s\" in \"%s\"", sub, md__last_error());
-  cr_expect_eq(logical, 12345, "failure leaves *logical_size alone");
+  cr_expect_eq(plan.logical, 12345, "failure leaves *plan alone");
   /* Acquire validates the same way, before any mapping. */
   md__pool_cache *c;
   md__mapping map = {0};
   cr_assert_eq(md__pool_cache_create(4, &c), MD_NONE);
-  cr_expect_eq(md__pool_acquire(c, &m, use, WHAT, &map), st);
+  cr_expect_eq(md__pool_acquire(c, &m, use, WHAT, NULL, &map), st);
   cr_expect(strstr(md__last_error(), sub), "acquire: %s", md__last_error());
   cr_expect_eq(md__pool_cache_maps(c), 0);
   cr_expect_null(map.scope);
@@ -68,9 +69,9 @@ static void expect_invalid(md_memory m, md__pool_use use, md_status st, const ch
 }
 
 static uint64_t expect_valid(md_memory m, md__pool_use use) {
-  uint64_t logical = 12345;
-  cr_assert_eq(md__pool_validate(&m, use, WHAT, &logical), MD_NONE, "%s", md__last_error());
-  return logical;
+  md__pool_plan plan;
+  cr_assert_eq(md__pool_validate(&m, use, WHAT, &plan), MD_NONE, "%s", md__last_error());
+  return plan.logical;
 }
 
 static void count_cb(void *ctx) { (*(int *)ctx)++; }
@@ -153,10 +154,16 @@ Test(pool_validate, ashmem_offset_must_be_zero) {
   close(fd);
 }
 
-Test(pool_validate, ashmem_whole_file_or_prefix_is_accepted) {
+Test(pool_validate, ashmem_whole_file_is_accepted) {
   int fd = pattern_fd(8192, 1);
   cr_expect_eq(expect_valid(mem(MD_MEM_ASHMEM, fd, 0, 8192, RW), MD__POOL_CONSTANT), 8192);
-  cr_expect_eq(expect_valid(mem(MD_MEM_ASHMEM, fd, 0, 100, PROT_READ), MD__POOL_COPY), 100);
+  close(fd);
+}
+
+Test(pool_validate, ashmem_prefix_of_the_file_is_rejected) {
+  int fd = pattern_fd(8192, 1);
+  expect_invalid(mem(MD_MEM_ASHMEM, fd, 0, 100, PROT_READ), MD__POOL_COPY, MD_INVALID_ARGUMENT,
+                 "ASHMEM size 100 must be the whole file (8192 bytes)");
   close(fd);
 }
 
@@ -299,7 +306,7 @@ Test(pool_map, mmap_fd_with_unaligned_offset_maps_the_right_bytes) {
   md__pool_cache *caches[2] = {NULL, c};   /* uncached, then cached */
   for (int k = 0; k < 2; k++) {
     md__mapping map;
-    cr_assert_eq(md__pool_acquire(caches[k], &m, MD__POOL_IO, WHAT, &map), MD_NONE, "%s",
+    cr_assert_eq(md__pool_acquire(caches[k], &m, MD__POOL_IO, WHAT, NULL, &map), MD_NONE, "%s",
                  md__last_error());
     cr_expect_eq(map.size, (uint64_t)page);
     cr_expect_eq(map.prot, PROT_READ);
@@ -315,7 +322,7 @@ Test(pool_map, writes_through_a_mapping_reach_the_file) {
   int fd = pattern_fd(8192, 1);
   md_memory m = mem(MD_MEM_MMAP_FD, fd, 100, 50, RW);
   md__mapping map;
-  cr_assert_eq(md__pool_acquire(NULL, &m, MD__POOL_IO, WHAT, &map), MD_NONE, "%s",
+  cr_assert_eq(md__pool_acquire(NULL, &m, MD__POOL_IO, WHAT, NULL, &map), MD_NONE, "%s",
                md__last_error());
   memset(map.base, 0x5A, 50);
   md__mapping_release(&map);
@@ -331,7 +338,7 @@ Test(pool_map, non_blob_hardware_buffer_maps_its_computed_size) {
   int fd = pattern_fd(4096, 9);
   md_memory m = hwb(fd, 3, 5, 3, 2);   /* RGB888: 5*3*2*3 = 90 bytes */
   md__mapping map;
-  cr_assert_eq(md__pool_acquire(NULL, &m, MD__POOL_IO, WHAT, &map), MD_NONE, "%s",
+  cr_assert_eq(md__pool_acquire(NULL, &m, MD__POOL_IO, WHAT, NULL, &map), MD_NONE, "%s",
                md__last_error());
   cr_expect_eq(map.size, 90);
   cr_expect_eq(map.base[89], pattern(9, 89));
@@ -351,7 +358,7 @@ Test(pool_map, mmap_failure_is_general_failure_naming_strerror) {
   md__mapping map = {0};
   cr_assert_eq(md__pool_cache_create(4, &c), MD_NONE);
   md__scope_mmap = enomem_mmap;
-  md_status st = md__pool_acquire(c, &m, MD__POOL_IO, WHAT, &map);
+  md_status st = md__pool_acquire(c, &m, MD__POOL_IO, WHAT, NULL, &map);
   md__scope_mmap = mmap;
   cr_assert_eq(st, MD_GENERAL_FAILURE);
   char want[128];
@@ -379,17 +386,17 @@ Test(pool_map, write_prot_on_read_only_fd_fails_even_on_a_cache_hit) {
   cr_assert_eq(md__pool_cache_create(4, &c), MD_NONE);
   md__mapping map;
   md_memory m = mem(MD_MEM_MMAP_FD, fd, 0, 4096, RW);
-  cr_assert_eq(md__pool_acquire(c, &m, MD__POOL_IO, WHAT, &map), MD_NONE);   /* cached RW */
+  cr_assert_eq(md__pool_acquire(c, &m, MD__POOL_IO, WHAT, NULL, &map), MD_NONE);   /* cached RW */
   m.fd = ro;
   md__mapping denied = {0};
-  cr_assert_eq(md__pool_acquire(c, &m, MD__POOL_IO, WHAT, &denied), MD_GENERAL_FAILURE);
+  cr_assert_eq(md__pool_acquire(c, &m, MD__POOL_IO, WHAT, NULL, &denied), MD_GENERAL_FAILURE);
   char want[128];
   snprintf(want, sizeof want, WHAT ": cannot map fd %d: %s", ro, strerror(EACCES));
   cr_expect_str_eq(md__last_error(), want);
   cr_expect_null(denied.scope);
   m.prot = PROT_READ;   /* reading through the read-only fd is fine */
   md__mapping readonly;
-  cr_assert_eq(md__pool_acquire(c, &m, MD__POOL_IO, WHAT, &readonly), MD_NONE);
+  cr_assert_eq(md__pool_acquire(c, &m, MD__POOL_IO, WHAT, NULL, &readonly), MD_NONE);
   md__mapping_release(&readonly);
   md__mapping_release(&map);
   md__pool_cache_destroy(c);
@@ -402,7 +409,7 @@ Test(pool_map, write_prot_on_write_sealed_memfd_fails) {
   cr_assert_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE), 0);
   md_memory m = mem(MD_MEM_ASHMEM, fd, 0, 4096, RW);
   md__mapping map = {0};
-  cr_assert_eq(md__pool_acquire(NULL, &m, MD__POOL_IO, WHAT, &map), MD_GENERAL_FAILURE);
+  cr_assert_eq(md__pool_acquire(NULL, &m, MD__POOL_IO, WHAT, NULL, &map), MD_GENERAL_FAILURE);
   cr_expect(strstr(md__last_error(), strerror(EPERM)), "%s", md__last_error());
   close(fd);
 }
@@ -411,7 +418,7 @@ Test(pool_map, release_twice_is_a_no_op) {
   int fd = pattern_fd(4096, 1);
   md_memory m = mem(MD_MEM_MMAP_FD, fd, 0, 4096, PROT_READ);
   md__mapping map;
-  cr_assert_eq(md__pool_acquire(NULL, &m, MD__POOL_IO, WHAT, &map), MD_NONE);
+  cr_assert_eq(md__pool_acquire(NULL, &m, MD__POOL_IO, WHAT, NULL, &map), MD_NONE);
   uint64_t before = atomic_load(&md__refcount_underflows);
   md__mapping_release(&map);
   md__mapping_release(&map);
@@ -424,7 +431,7 @@ Test(pool_map, uncached_mapping_is_freed_at_its_release) {
   int fd = pattern_fd(4096, 1);
   md_memory m = mem(MD_MEM_MMAP_FD, fd, 0, 4096, PROT_READ);
   md__mapping map;
-  cr_assert_eq(md__pool_acquire(NULL, &m, MD__POOL_IO, WHAT, &map), MD_NONE);
+  cr_assert_eq(md__pool_acquire(NULL, &m, MD__POOL_IO, WHAT, NULL, &map), MD_NONE);
   cr_expect_eq(md_scope_get_kind(map.scope), MD_SCOPE_SHARED);
   /* Closed deferred already: nothing can be added, and the release unmaps it. */
   cr_expect_eq(md_scope_attach(map.scope, count_cb, NULL), MD_INVALID_ARGUMENT);
@@ -443,8 +450,8 @@ Test(pool_cache, hit_does_not_map_again) {
   md__pool_cache *c;
   cr_assert_eq(md__pool_cache_create(4, &c), MD_NONE);
   md__mapping a, b;
-  cr_assert_eq(md__pool_acquire(c, &m, MD__POOL_IO, WHAT, &a), MD_NONE);
-  cr_assert_eq(md__pool_acquire(c, &m, MD__POOL_IO, WHAT, &b), MD_NONE);
+  cr_assert_eq(md__pool_acquire(c, &m, MD__POOL_IO, WHAT, NULL, &a), MD_NONE);
+  cr_assert_eq(md__pool_acquire(c, &m, MD__POOL_IO, WHAT, NULL, &b), MD_NONE);
   cr_expect_eq(md__pool_cache_maps(c), 1);
   cr_expect_eq(md__pool_cache_size(c), 1);
   cr_expect_eq(a.base, b.base);
@@ -453,7 +460,7 @@ Test(pool_cache, hit_does_not_map_again) {
   md__mapping_release(&b);
   /* A different fd to the same file and range hits too: the key is the file, not the fd. */
   m.fd = reopen(fd, O_RDWR);
-  cr_assert_eq(md__pool_acquire(c, &m, MD__POOL_IO, WHAT, &a), MD_NONE);
+  cr_assert_eq(md__pool_acquire(c, &m, MD__POOL_IO, WHAT, NULL, &a), MD_NONE);
   cr_expect_eq(md__pool_cache_maps(c), 1);
   md__mapping_release(&a);
   close(m.fd);
@@ -469,10 +476,10 @@ Test(pool_cache, different_range_prot_or_kind_is_another_entry) {
                     mem(MD_MEM_MMAP_FD, fd, 0, 4096, RW),
                     mem(MD_MEM_MMAP_FD, fd, 0, 2048, PROT_READ),
                     mem(MD_MEM_MMAP_FD, fd, 1, 4096, PROT_READ),
-                    mem(MD_MEM_ASHMEM, fd, 0, 4096, PROT_READ)};
+                    mem(MD_MEM_ASHMEM, fd, 0, 8192, PROT_READ)};
   for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
     md__mapping map;
-    cr_assert_eq(md__pool_acquire(c, &ms[i], MD__POOL_IO, WHAT, &map), MD_NONE);
+    cr_assert_eq(md__pool_acquire(c, &ms[i], MD__POOL_IO, WHAT, NULL, &map), MD_NONE);
     md__mapping_release(&map);
   }
   cr_expect_eq(md__pool_cache_maps(c), 5);
@@ -487,14 +494,14 @@ Test(pool_cache, reused_fd_number_with_another_file_misses_the_stale_entry) {
   md__pool_cache *c;
   cr_assert_eq(md__pool_cache_create(4, &c), MD_NONE);
   md__mapping map;
-  cr_assert_eq(md__pool_acquire(c, &m, MD__POOL_IO, WHAT, &map), MD_NONE);
+  cr_assert_eq(md__pool_acquire(c, &m, MD__POOL_IO, WHAT, NULL, &map), MD_NONE);
   cr_expect_eq(map.base[10], pattern(1, 10));
   md__mapping_release(&map);
   /* The same fd number now names another file with other bytes. */
   int other = pattern_fd(4096, 200);
   cr_assert_eq(dup2(other, fd), fd);
   close(other);
-  cr_assert_eq(md__pool_acquire(c, &m, MD__POOL_IO, WHAT, &map), MD_NONE);
+  cr_assert_eq(md__pool_acquire(c, &m, MD__POOL_IO, WHAT, NULL, &map), MD_NONE);
   cr_expect_eq(md__pool_cache_maps(c), 2);
   for (size_t i = 0; i < 4096; i++) cr_assert_eq(map.base[i], pattern(200, i), "byte %zu", i);
   md__mapping_release(&map);
@@ -508,11 +515,11 @@ Test(pool_cache, file_shrunk_after_caching_is_rejected_on_a_hit) {
   md__pool_cache *c;
   cr_assert_eq(md__pool_cache_create(4, &c), MD_NONE);
   md__mapping map;
-  cr_assert_eq(md__pool_acquire(c, &m, MD__POOL_IO, WHAT, &map), MD_NONE);
+  cr_assert_eq(md__pool_acquire(c, &m, MD__POOL_IO, WHAT, NULL, &map), MD_NONE);
   md__mapping_release(&map);
   cr_assert_eq(ftruncate(fd, 4096), 0);
   map = (md__mapping){0};
-  cr_assert_eq(md__pool_acquire(c, &m, MD__POOL_IO, WHAT, &map), MD_INVALID_ARGUMENT);
+  cr_assert_eq(md__pool_acquire(c, &m, MD__POOL_IO, WHAT, NULL, &map), MD_INVALID_ARGUMENT);
   cr_expect(strstr(md__last_error(), "is past the end"), "%s", md__last_error());
   cr_expect_null(map.scope);
   md__pool_cache_destroy(c);
@@ -526,9 +533,9 @@ Test(pool_cache, eviction_keeps_an_acquired_mapping_usable_until_its_release) {
   cr_assert_eq(md__pool_cache_create(1, &c), MD_NONE);
   md__mapping a, b;
   int freed = 0;
-  cr_assert_eq(md__pool_acquire(c, &ma, MD__POOL_IO, WHAT, &a), MD_NONE);
+  cr_assert_eq(md__pool_acquire(c, &ma, MD__POOL_IO, WHAT, NULL, &a), MD_NONE);
   cr_assert_eq(md_scope_attach(a.scope, count_cb, &freed), MD_NONE);
-  cr_assert_eq(md__pool_acquire(c, &mb, MD__POOL_IO, WHAT, &b), MD_NONE);   /* evicts a */
+  cr_assert_eq(md__pool_acquire(c, &mb, MD__POOL_IO, WHAT, NULL, &b), MD_NONE);   /* evicts a */
   cr_expect_eq(md__pool_cache_size(c), 1);
   cr_expect_eq(freed, 0);
   for (size_t i = 0; i < 4096; i++) cr_assert_eq(a.base[i], pattern(1, i));
@@ -536,7 +543,7 @@ Test(pool_cache, eviction_keeps_an_acquired_mapping_usable_until_its_release) {
   md__mapping_release(&a);
   cr_expect_eq(freed, 1, "the evicted mapping goes with its last user");
   /* a was evicted: acquiring it again maps again. */
-  cr_assert_eq(md__pool_acquire(c, &ma, MD__POOL_IO, WHAT, &a), MD_NONE);
+  cr_assert_eq(md__pool_acquire(c, &ma, MD__POOL_IO, WHAT, NULL, &a), MD_NONE);
   cr_expect_eq(md__pool_cache_maps(c), 3);
   cr_expect_eq(a.base[0], 0xEE);
   md__mapping_release(&a);
@@ -554,7 +561,7 @@ Test(pool_cache, eviction_is_least_recently_used) {
   int order[] = {0, 1, 0, 2, 0};   /* 0 is used most recently when 2 comes in: 1 goes */
   for (size_t i = 0; i < sizeof order / sizeof *order; i++) {
     md_memory m = mem(MD_MEM_MMAP_FD, f[order[i]], 0, 4096, PROT_READ);
-    cr_assert_eq(md__pool_acquire(c, &m, MD__POOL_IO, WHAT, &map), MD_NONE);
+    cr_assert_eq(md__pool_acquire(c, &m, MD__POOL_IO, WHAT, NULL, &map), MD_NONE);
     md__mapping_release(&map);
   }
   cr_expect_eq(md__pool_cache_maps(c), 3);
@@ -569,7 +576,7 @@ Test(pool_cache, max_idle_zero_caches_nothing) {
   md__pool_cache *c;
   cr_assert_eq(md__pool_cache_create(0, &c), MD_NONE);
   md__mapping map;
-  cr_assert_eq(md__pool_acquire(c, &m, MD__POOL_IO, WHAT, &map), MD_NONE);
+  cr_assert_eq(md__pool_acquire(c, &m, MD__POOL_IO, WHAT, NULL, &map), MD_NONE);
   cr_expect_eq(md__pool_cache_size(c), 0);
   cr_expect_eq(map.base[5], pattern(1, 5));
   uint8_t *base = map.base;
@@ -586,7 +593,7 @@ Test(pool_cache, destroy_keeps_in_flight_mappings_until_their_release) {
   cr_assert_eq(md__pool_cache_create(4, &c), MD_NONE);
   md__mapping map;
   int freed = 0;
-  cr_assert_eq(md__pool_acquire(c, &m, MD__POOL_IO, WHAT, &map), MD_NONE);
+  cr_assert_eq(md__pool_acquire(c, &m, MD__POOL_IO, WHAT, NULL, &map), MD_NONE);
   cr_assert_eq(md_scope_attach(map.scope, count_cb, &freed), MD_NONE);
   md__pool_cache_destroy(c);
   cr_expect_eq(freed, 0);
