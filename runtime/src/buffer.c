@@ -72,7 +72,7 @@ void md__buffer_write_commit(md_device *d, md__buffer *b, md__write *w, uint32_t
     drop = w->st;           /* same storage: drop the caller's extra reference */
   }
   b->cur_rank = rank;
-  if (rank) memcpy(b->cur_dims, dims, rank * sizeof *dims);
+  if (rank) memcpy(md__buf_cur_dims(b), dims, rank * sizeof *dims);
   b->initialized = true;
   md__spin_unlock(&b->lock);
   w->st = NULL;
@@ -96,7 +96,7 @@ md_status md__buffer_read_begin(md__buffer *b, md__storage **st, uint32_t *rank,
   else {
     *st = storage_get_locked(b);
     *rank = b->cur_rank;
-    if (b->cur_rank) memcpy(dims, b->cur_dims, b->cur_rank * sizeof *dims);
+    if (b->cur_rank) memcpy(dims, md__buf_cur_dims(b), b->cur_rank * sizeof *dims);
   }
   md__spin_unlock(&b->lock);
   if (r == MD_GENERAL_FAILURE) return md__fail(MD_GENERAL_FAILURE, "buffer is not initialized");
@@ -196,7 +196,8 @@ md_status md__allocate(md_device *d, md_handle client, const md_buffer_desc *des
   }
 
   /* Roles: ranges, probabilities, duplicates, then operand agreement and dims. */
-  b = calloc(1, sizeof *b + n_roles * sizeof(md__role));
+  /* Sized for the largest rank until the dims are known, then shrunk (realloc) to fit. */
+  b = calloc(1, md__buffer_size(n_roles, MD_MAX_RANK));
   if (!b) {
     st = md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "allocate: out of memory");
     goto out;
@@ -274,10 +275,12 @@ md_status md__allocate(md_device *d, md_handle client, const md_buffer_desc *des
   b->type = first->type;
   b->scale = first->scale;
   b->zero_point = first->zero_point;
-  b->init_rank = b->cur_rank = rank;
+  md__buffer *fit = realloc(b, md__buffer_size(n_roles, rank));
+  if (fit) b = fit;
+  b->init_rank = b->cur_rank = (uint8_t)rank;
   if (rank) {
-    memcpy(b->init_dims, dims, rank * sizeof *dims);
-    memcpy(b->cur_dims, dims, rank * sizeof *dims);
+    memcpy(md__buf_init_dims(b), dims, rank * sizeof *dims);
+    memcpy(md__buf_cur_dims(b), dims, rank * sizeof *dims);
   }
   md__ref_init(&b->first.ref, 1);
   b->first.embedded = true;
@@ -369,17 +372,17 @@ md_status md__copy_from(md_device *d, md_handle client, md_token token, const md
     }
   /* The initial dims never change, so they are read without the lock. */
   uint32_t axis;
-  if (md__dims_combine(b->init_rank, b->init_dims, rank, dims, &crank, cdims, &axis)) {
+  if (md__dims_combine(b->init_rank, md__buf_init_dims(b), rank, dims, &crank, cdims, &axis)) {
     st = md__fail(MD_INVALID_ARGUMENT, "copy_from: token " TOKFMT ": dims %s do not combine with the buffer's %s",
                   TOK(token), md__dims_str(rank, dims, a, sizeof a),
-                  md__dims_str(b->init_rank, b->init_dims, bb, sizeof bb));
+                  md__dims_str(b->init_rank, md__buf_init_dims(b), bb, sizeof bb));
     goto fail;
   }
   bool scalar = md__type_is_scalar(b->type);
   if (!scalar && !md__dims_known(crank, cdims)) {
     st = md__fail(MD_INVALID_ARGUMENT,
                   "copy_from: token " TOKFMT ": no dims given and the buffer's dims %s are not fully known",
-                  TOK(token), md__dims_str(b->init_rank, b->init_dims, a, sizeof a));
+                  TOK(token), md__dims_str(b->init_rank, md__buf_init_dims(b), a, sizeof a));
     goto fail;
   }
   uint64_t bytes = scalar ? md_operand_type_size(b->type) : md__type_bytes(b->type, crank, cdims);
@@ -442,10 +445,10 @@ md_status md__copy_to(md_device *d, md_handle client, md_token token, const md_m
 
   md__spin_lock(&b->lock);
   bool scalar = md__type_is_scalar(b->type);
-  bool known = scalar || md__dims_known(b->cur_rank, b->cur_dims);
-  uint64_t bytes = scalar ? md_operand_type_size(b->type) : md__type_bytes(b->type, b->cur_rank, b->cur_dims);
   uint32_t rank = b->cur_rank, dims[MD_MAX_RANK];
-  memcpy(dims, b->cur_dims, sizeof dims);
+  if (rank) memcpy(dims, md__buf_cur_dims(b), rank * sizeof *dims);
+  bool known = scalar || md__dims_known(rank, dims);
+  uint64_t bytes = scalar ? md_operand_type_size(b->type) : md__type_bytes(b->type, rank, dims);
   md__spin_unlock(&b->lock);
 
   /* SPEC 3: the size is checked before initialization. */

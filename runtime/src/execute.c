@@ -250,7 +250,7 @@ static md_status check_arg(md__exec *x, const char *fn, const md_request_arg *a,
     uint32_t brank, bdims[MD_MAX_RANK];
     md__spin_lock(&b->lock);
     brank = is_out ? b->init_rank : b->cur_rank;
-    memcpy(bdims, is_out ? b->init_dims : b->cur_dims, sizeof bdims);
+    if (brank) memcpy(bdims, is_out ? md__buf_init_dims(b) : md__buf_cur_dims(b), brank * sizeof *bdims);
     md__spin_unlock(&b->lock);
     if (md__dims_combine(out->rank, out->dims, brank, bdims, &out->rank, out->dims, &axis))
       return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: token " TOKFMT ": dims %s do not combine with the buffer's %s",
@@ -435,7 +435,7 @@ static void deinit_device_outputs(md__exec *x, opnd_state *os) {
     else md__buffer_uninit(x->out[i].buf);
 #else
     opnd_state *s = &os[m->outputs[i]];
-    if (s->w.st) md__buffer_write_commit(x->d, x->out[i].buf, &s->w, x->out[i].buf->cur_rank, x->out[i].buf->cur_dims);
+    if (s->w.st) md__buffer_write_commit(x->d, x->out[i].buf, &s->w, x->out[i].buf->cur_rank, md__buf_cur_dims(x->out[i].buf));
 #endif
   }
 }

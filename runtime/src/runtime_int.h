@@ -78,19 +78,32 @@ typedef struct md__role {
 } md__role;
 
 typedef struct md__buffer {
-  md__spin lock;             /* guards the fields below it */
+  md__spin lock;             /* guards initialized, writing, cur_rank, the current dims, st */
   bool initialized;
   bool writing;              /* an in-place write is running */
-  uint32_t init_rank, cur_rank;
-  uint32_t init_dims[MD_MAX_RANK], cur_dims[MD_MAX_RANK];
-  md__storage *st;           /* current storage (may be &first or a grown one) */
+  uint8_t init_rank, cur_rank;
   md_operand_type type;
   float scale;
   int32_t zero_point;
+  md__storage *st;           /* current storage (may be &first or a grown one) */
   md__storage first;
   uint32_t n_roles;
-  md__role roles[];
+  md__role roles[];          /* n_roles, then the initial dims (init_rank entries), then the
+                                current dims (init_rank entries, or MD_MAX_RANK when the rank
+                                is not known at allocation) */
 } md__buffer;
+
+/* Bytes of a buffer object with n_roles roles and initial rank init_rank. */
+static inline size_t md__buffer_size(uint32_t n_roles, uint32_t init_rank) {
+  return sizeof(md__buffer) + n_roles * sizeof(md__role) +
+         (init_rank + (init_rank ? init_rank : MD_MAX_RANK)) * sizeof(uint32_t);
+}
+static inline uint32_t *md__buf_init_dims(const md__buffer *b) {
+  return (uint32_t *)(b->roles + b->n_roles);
+}
+static inline uint32_t *md__buf_cur_dims(const md__buffer *b) {
+  return md__buf_init_dims(b) + b->init_rank;
+}
 
 typedef struct md__event md__event;
 typedef struct md__exec md__exec;
