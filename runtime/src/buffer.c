@@ -104,12 +104,14 @@ md_status md__buffer_read_begin(md__buffer *b, md__storage **st, uint32_t *rank,
   return MD_NONE;
 }
 
-bool md__buffer_has_role(const md__buffer *b, md_handle prepared, uint32_t is_output, uint32_t index) {
+bool md__buffer_has_role(const md__hentry *e, md_handle prepared, uint32_t is_output, uint32_t index) {
 #ifdef MD_MUTANT_role_unchecked
-  (void)b; (void)prepared; (void)is_output; (void)index;
+  (void)e; (void)prepared; (void)is_output; (void)index;
   return true;
 #else
-  for (uint32_t i = 0; i < b->n_roles; i++)
+  if (e->tag[0] == prepared && e->tag[1] == md__role_tag(is_output, index)) return true;
+  const md__buffer *b = e->obj;
+  for (uint32_t i = 1; i < b->n_roles; i++)
     if (b->roles[i].prepared == prepared && b->roles[i].is_output == is_output && b->roles[i].index == index)
       return true;
   return false;
@@ -301,7 +303,8 @@ md_status md__allocate(md_device *d, md_handle client, const md_buffer_desc *des
     b->st = &b->first;
   }
   md__hentry *be;
-  st = md__handle_issue(&d->ht, MD__KIND_BUFFER, client, b, token, &be);
+  const uint64_t tag[2] = {b->roles[0].prepared, md__role_tag(b->roles[0].is_output, b->roles[0].index)};
+  st = md__handle_issue_tagged(&d->ht, MD__KIND_BUFFER, client, b, tag, token, &be);
   if (st != MD_NONE) {
     md__fail(st, "allocate: too many live buffers");
     goto out;

@@ -242,7 +242,7 @@ static md_status check_arg(md__exec *x, const char *fn, const md_request_arg *a,
     if (a->offset || a->length)
       return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: token " TOKFMT ": offset %llu and length %llu must be 0", fn, io,
                       i, TOK(t), (unsigned long long)a->offset, (unsigned long long)a->length);
-    if (!md__buffer_has_role(b, x->prepared, is_out, i))
+    if (!md__buffer_has_role(te, x->prepared, is_out, i))
       return md__fail(MD_INVALID_ARGUMENT,
                       "%s: %s %u: token " TOKFMT " was not allocated for this role (prepared model 0x%016llx, %s %u)",
                       fn, io, i, TOK(t), (unsigned long long)x->prepared, io, i);

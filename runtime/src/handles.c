@@ -42,6 +42,12 @@ static uint32_t handle_mac(const md__htable *t, uint32_t slot, uint32_t gen, md_
 
 md_status md__handle_issue(md__htable *t, md__kind kind, uint64_t owner, void *obj,
                            md_handle *out, md__hentry **entry) {
+  static const uint64_t none[2] = {0, 0};
+  return md__handle_issue_tagged(t, kind, owner, obj, none, out, entry);
+}
+
+md_status md__handle_issue_tagged(md__htable *t, md__kind kind, uint64_t owner, void *obj,
+                                  const uint64_t tag[2], md_handle *out, md__hentry **entry) {
   pthread_mutex_lock(&t->lock);
   uint32_t slot = t->free_head;
   md__hentry *e;
@@ -56,7 +62,8 @@ md_status md__handle_issue(md__htable *t, md__kind kind, uint64_t owner, void *o
     slot = t->next_unused;
     uint32_t c = slot >> MD__HT_CHUNK_BITS;
     if (!atomic_load_explicit(&t->chunks[c], memory_order_relaxed)) {
-      md__hentry *chunk = calloc(MD__HT_CHUNK, sizeof *chunk);
+      md__hentry *chunk = aligned_alloc(64, MD__HT_CHUNK * sizeof *chunk);
+      if (chunk) memset(chunk, 0, MD__HT_CHUNK * sizeof *chunk);
       if (!chunk) {
         pthread_mutex_unlock(&t->lock);
         return MD_RESOURCE_EXHAUSTED_TRANSIENT;
@@ -70,6 +77,8 @@ md_status md__handle_issue(md__htable *t, md__kind kind, uint64_t owner, void *o
   atomic_store_explicit(&e->kind, (uint8_t)kind, memory_order_relaxed);
   e->owner = owner;
   e->obj = obj;
+  e->tag[0] = tag[0];
+  e->tag[1] = tag[1];
   e->next_free = 0;
   md__ref_init(&e->ref, 1);
   uint64_t h = ((uint64_t)handle_mac(t, slot, e->gen, kind, owner) << 32) |

@@ -34,7 +34,7 @@ typedef enum md__kind {
 #define MD__HT_MAX_SLOTS ((1u << MD__HT_SLOT_BITS) - 1u)   /* slot 0 is never used */
 
 typedef struct md__hentry {
-  _Atomic uint64_t handle;   /* the live handle, 0 once killed or free */
+  _Alignas(64) _Atomic uint64_t handle;   /* the live handle, 0 once killed or free */
   _Atomic uint64_t issued;   /* the last handle issued here (for "was released" messages) */
   uint64_t owner;            /* owning client's handle; 0 for clients */
   void *obj;
@@ -42,7 +42,10 @@ typedef struct md__hentry {
   uint32_t gen;
   uint32_t next_free;
   _Atomic uint8_t kind;      /* relaxed: also read by diagnostics without a reference */
-} md__hentry;
+  uint64_t tag[2];           /* the object's, set before the handle is published: lets a hot
+                                check (a buffer's only role) stay in this cache line */
+} md__hentry;                /* one 64-byte cache line */
+_Static_assert(sizeof(md__hentry) == 64, "a handle entry is one cache line");
 
 typedef struct md__htable md__htable;
 /* Called once when an entry's last reference goes, before the slot is recycled. */
@@ -68,6 +71,9 @@ void md__htable_fini(md__htable *t);
  * all 2^24-1 slots are in use or memory is short. *entry (may be NULL) gets the entry. */
 md_status md__handle_issue(md__htable *t, md__kind kind, uint64_t owner, void *obj,
                            md_handle *out, md__hentry **entry);
+/* As md__handle_issue, also storing tag[0..1] in the entry. */
+md_status md__handle_issue_tagged(md__htable *t, md__kind kind, uint64_t owner, void *obj,
+                                  const uint64_t tag[2], md_handle *out, md__hentry **entry);
 
 /* Looks up a live handle of `kind` and takes a reference on it: NULL if it is not one. */
 md__hentry *md__handle_get(md__htable *t, md_handle h, md__kind kind);

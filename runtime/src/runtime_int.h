@@ -157,8 +157,13 @@ md_status md__buffer_read_begin(md__buffer *b, md__storage **st, uint32_t *rank,
 void md__storage_put(md_device *d, md__storage *s);
 void md__buffer_uninit(md__buffer *b);
 uint64_t md__buffer_bytes(const md__buffer *b);   /* capacity of the current storage */
-/* The role (prepared, is_output, index) among the buffer's roles? */
-bool md__buffer_has_role(const md__buffer *b, md_handle prepared, uint32_t is_output, uint32_t index);
+/* Is (prepared, is_output, index) one of the roles of the buffer behind entry e? The first
+ * role is kept in the entry's tag, so a one-role buffer is checked without touching the
+ * buffer object. */
+bool md__buffer_has_role(const md__hentry *e, md_handle prepared, uint32_t is_output, uint32_t index);
+static inline uint64_t md__role_tag(uint32_t is_output, uint32_t index) {
+  return ((uint64_t)is_output << 32) | index;
+}
 
 /* Objects' destruction (handle table callback) for the parts defined in buffer.c / execute.c. */
 void md__buffer_destroy(md_device *d, md__buffer *b);
