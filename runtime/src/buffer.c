@@ -330,16 +330,21 @@ out:
 
 /* ---- copy_from / copy_to / free ---- */
 
+/* The client, then the token owned by it: both held on success. */
+static md_status client_and_token(md_device *d, const char *fn, md_handle client, md_token token,
+                                  md__hentry **ce, md__hentry **be) {
+  md_status st = md__client_get(d, fn, client, ce);
+  if (st != MD_NONE) return st;
+  st = md__owned_get(d, fn, "token", client, token, MD__KIND_BUFFER, be);
+  if (st != MD_NONE) md__handle_put(&d->ht, *ce);
+  return st;
+}
+
 md_status md__copy_from(md_device *d, md_handle client, md_token token, const md_memory *src, uint32_t rank,
                         const uint32_t *dims) {
   md__hentry *ce, *be;
-  md_status st = md__client_get(d, "copy_from", client, &ce);
+  md_status st = client_and_token(d, "copy_from", client, token, &ce, &be);
   if (st != MD_NONE) return st;
-  st = md__owned_get(d, "copy_from", "token", client, token, MD__KIND_BUFFER, &be);
-  if (st != MD_NONE) {
-    md__handle_put(&d->ht, ce);
-    return st;
-  }
   md__buffer *b = be->obj;
   md__client *c = ce->obj;
   md__mapping map = {0};
@@ -422,13 +427,8 @@ done:
 
 md_status md__copy_to(md_device *d, md_handle client, md_token token, const md_memory *dst) {
   md__hentry *ce, *be;
-  md_status st = md__client_get(d, "copy_to", client, &ce);
+  md_status st = client_and_token(d, "copy_to", client, token, &ce, &be);
   if (st != MD_NONE) return st;
-  st = md__owned_get(d, "copy_to", "token", client, token, MD__KIND_BUFFER, &be);
-  if (st != MD_NONE) {
-    md__handle_put(&d->ht, ce);
-    return st;
-  }
   md__buffer *b = be->obj;
   md__client *c = ce->obj;
   md__mapping map = {0};
@@ -497,15 +497,12 @@ done:
 
 md_status md__free_buffer(md_device *d, md_handle client, md_token token) {
   md__hentry *ce, *be;
-  md_status st = md__client_get(d, "free_buffer", client, &ce);
+  md_status st = client_and_token(d, "free_buffer", client, token, &ce, &be);
   if (st != MD_NONE) return st;
-  st = md__owned_get(d, "free_buffer", "token", client, token, MD__KIND_BUFFER, &be);
-  if (st == MD_NONE) {
-    /* The token dies now; the memory goes when the last call or execution using it ends. */
-    if (!md__handle_kill(&d->ht, be, token))
-      st = md__fail(MD_INVALID_ARGUMENT, "free_buffer: token " TOKFMT ": was already released", TOK(token));
-    md__handle_put(&d->ht, be);
-  }
+  /* The token dies now; the memory goes when the last call or execution using it ends. */
+  if (!md__handle_kill(&d->ht, be, token))
+    st = md__fail(MD_INVALID_ARGUMENT, "free_buffer: token " TOKFMT ": was already released", TOK(token));
+  md__handle_put(&d->ht, be);
   md__handle_put(&d->ht, ce);
   return st;
 }

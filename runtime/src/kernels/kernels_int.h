@@ -39,7 +39,19 @@ int md__ktype_is_quant(md_operand_type t);
 const char *md__kdims_str(uint32_t rank, const uint32_t *dims, char *buf, size_t n);
 /* Element count of known dims; 0 if rank is 0 or a dim is 0 (unknown); UINT64_MAX when the
  * product overflows uint64_t. */
-uint64_t md__kcount(uint32_t rank, const uint32_t *dims);
+static inline uint64_t md__kcount(uint32_t rank, const uint32_t *dims) {
+  if (rank == 0 || rank > MD_MAX_RANK || dims == NULL) return 0;
+  uint64_t n = 1;
+  for (uint32_t i = 0; i < rank; i++) {
+    if (dims[i] == 0) return 0;
+    if (__builtin_mul_overflow(n, (uint64_t)dims[i], &n)) return UINT64_MAX;
+  }
+  return n;
+}
+
+/* Element counts above this are refused at execute time, so count * element size (<= 4)
+ * never overflows uint64_t. */
+#define MD__KMAX_ELEMENTS (UINT64_C(1) << 61)
 
 /* One operand, from either an md_operand_info (check/shape) or an md_tensor (run). `data` is
  * the constant value at prepare, the parameter value at execute (shape), the buffer in run;
@@ -53,8 +65,23 @@ typedef struct md__kview {
   uint64_t bytes;
 } md__kview;
 
-void md__kview_info(md__kview *v, const md_operand_info *o);
-void md__kview_tensor(md__kview *v, const md_tensor *t);
+static inline void md__kview_info(md__kview *v, const md_operand_info *o) {
+  v->type = o->type;
+  v->lifetime = o->lifetime;
+  v->rank = o->rank;
+  v->dims = o->dims;
+  v->data = o->value;
+  v->bytes = o->value ? o->length : 0;
+}
+
+static inline void md__kview_tensor(md__kview *v, const md_tensor *t) {
+  v->type = t->type;
+  v->lifetime = MD_TEMPORARY_VARIABLE;
+  v->rank = t->rank;
+  v->dims = t->dims;
+  v->data = t->data;
+  v->bytes = t->data ? t->bytes : 0;
+}
 
 /* ---- prepare time (check) ------------------------------------------------------------- */
 
@@ -66,9 +93,8 @@ typedef struct md__kunsup {
   md_operand_type type;
 } md__kunsup;
 
-/* Operand counts: min_in <= n_inputs <= max_in, n_outputs == n_out. */
-md_status md__kcheck_counts(const md_op_sig *sig, md_kernel_status *st, uint32_t min_in,
-                            uint32_t max_in, uint32_t n_out);
+/* md__kcheck_counts (operand counts: min_in <= n_inputs <= max_in, n_outputs == n_out) is
+ * defined below, with the execute-time checks (shape() uses it too). */
 /* A tensor operand: not NO_VALUE, a type in `allowed` (else INVALID naming the accepted types),
  * rank <= MD_MAX_RANK with dims when rank > 0. A type other than TENSOR_FLOAT32 is noted in u. */
 md_status md__kcheck_tensor(md_kernel_status *st, const char *io, uint32_t idx, const char *label,
@@ -94,29 +120,132 @@ md_status md__kcheck_done(md_kernel_status *st, const md__kunsup *u);
 
 /* ---- execute time (shape, run) -------------------------------------------------------- */
 
+/* Every execute-time check below is an inline fast path that tests the condition and returns
+ * MD_NONE without formatting anything, allocating anything or calling out of line; only when
+ * the fast test fails does it call the matching md__k*_slow function (kernel_util.c, cold),
+ * which runs the full check again and formats the message naming the operand. A slow function
+ * is the complete check on its own (it returns MD_NONE, with the same outputs, whenever the
+ * operand is fine), so the fast path only has to be exact in one direction: whatever it
+ * accepts, the slow path would have accepted with the same results. */
+
+md_status md__kcounts_slow(md_kernel_status *st, uint32_t n_in, const void *in, uint32_t n_outs,
+                           const void *out, uint32_t min_in, uint32_t max_in, uint32_t n_out);
+md_status md__kexec_known_slow(md_kernel_status *st, const char *io, uint32_t idx,
+                               const char *label, const md__kview *v, uint64_t *count);
+md_status md__kexec_scalar4_slow(md_kernel_status *st, uint32_t idx, const char *label,
+                                 const md__kview *v, md_operand_type want, void *out);
+md_status md__kexec_activation_slow(md_kernel_status *st, uint32_t idx, const md__kview *v,
+                                    int32_t *act);
+md_status md__krun_buffer_slow(md_kernel_status *st, const char *io, uint32_t idx,
+                               const md_tensor *t, uint64_t count);
+md_status md__krun_output_slow(md_kernel_status *st, uint32_t idx, const md_tensor *t,
+                               const md_tensor_shape *want, uint64_t *count);
+
+static inline int md__kcounts_ok(uint32_t n_in, const void *in, uint32_t n_outs,
+                                 const void *out, uint32_t min_in, uint32_t max_in,
+                                 uint32_t n_out) {
+  return n_in >= min_in && n_in <= max_in && n_outs == n_out && (!n_in || in) &&
+         (!n_outs || out);
+}
+
+/* Operand counts of a signature: min_in <= n_inputs <= max_in, n_outputs == n_out. */
+static inline md_status md__kcheck_counts(const md_op_sig *sig, md_kernel_status *st,
+                                          uint32_t min_in, uint32_t max_in, uint32_t n_out) {
+  if (md__kcounts_ok(sig->n_inputs, sig->inputs, sig->n_outputs, sig->outputs, min_in, max_in,
+                     n_out))
+    return MD_NONE;
+  return md__kcounts_slow(st, sig->n_inputs, sig->inputs, sig->n_outputs, sig->outputs, min_in,
+                          max_in, n_out);
+}
+
+/* run(): operand counts of the call. */
+static inline md_status md__krun_counts(const md_kernel_call *c, md_kernel_status *st,
+                                        uint32_t min_in, uint32_t max_in, uint32_t n_out) {
+  if (md__kcounts_ok(c->n_inputs, c->inputs, c->n_outputs, c->outputs, min_in, max_in, n_out))
+    return MD_NONE;
+  return md__kcounts_slow(st, c->n_inputs, c->inputs, c->n_outputs, c->outputs, min_in, max_in,
+                          n_out);
+}
+
+/* Element count of fully known dims (rank 1..MD_MAX_RANK, no 0 entry, at most
+ * MD__KMAX_ELEMENTS elements) in *count; 0 (and *count untouched) otherwise. */
+static inline int md__kdims_ok(uint32_t rank, const uint32_t *dims, uint64_t *count) {
+  if (rank - 1u >= MD_MAX_RANK || !dims) return 0;   /* rank 0 wraps */
+  uint64_t n = dims[0];
+  for (uint32_t i = 1; i < rank; i++)
+    if (__builtin_mul_overflow(n, (uint64_t)dims[i], &n)) return 0;
+  if (n - 1u >= MD__KMAX_ELEMENTS) return 0;          /* n == 0 (a 0 dim) wraps */
+  *count = n;
+  return 1;
+}
+
 /* A tensor whose dims must be fully known: rank 1..MD_MAX_RANK, no 0 entry, element count
  * below 2^61 (so byte sizes never overflow). INVALID otherwise. */
-md_status md__kexec_known(md_kernel_status *st, const char *io, uint32_t idx, const char *label,
-                          const md__kview *v, uint64_t *count);
+static inline md_status md__kexec_known(md_kernel_status *st, const char *io, uint32_t idx,
+                                        const char *label, const md__kview *v,
+                                        uint64_t *count) {
+  uint64_t n;
+  if (md__kdims_ok(v->rank, v->dims, &n)) {
+    if (count) *count = n;
+    return MD_NONE;
+  }
+  return md__kexec_known_slow(st, io, idx, label, v, count);
+}
+
 /* A scalar parameter value (4 bytes at v->data): INVALID when absent or short. */
-md_status md__kexec_i32(md_kernel_status *st, uint32_t idx, const char *label,
-                        const md__kview *v, int32_t *out);
-md_status md__kexec_f32(md_kernel_status *st, uint32_t idx, const char *label,
-                        const md__kview *v, float *out);
+static inline md_status md__kexec_i32(md_kernel_status *st, uint32_t idx, const char *label,
+                                      const md__kview *v, int32_t *out) {
+  if (v->type == MD_INT32 && v->data && v->bytes >= 4) {
+    memcpy(out, v->data, 4);
+    return MD_NONE;
+  }
+  return md__kexec_scalar4_slow(st, idx, label, v, MD_INT32, out);
+}
+static inline md_status md__kexec_f32(md_kernel_status *st, uint32_t idx, const char *label,
+                                      const md__kview *v, float *out) {
+  if (v->type == MD_FLOAT32 && v->data && v->bytes >= 4) {
+    memcpy(out, v->data, 4);
+    return MD_NONE;
+  }
+  return md__kexec_scalar4_slow(st, idx, label, v, MD_FLOAT32, out);
+}
+
 /* An activation value: INT32 0..3. */
-md_status md__kexec_activation(md_kernel_status *st, uint32_t idx, const md__kview *v,
-                               int32_t *act);
+static inline md_status md__kexec_activation(md_kernel_status *st, uint32_t idx,
+                                             const md__kview *v, int32_t *act) {
+  if (v->type == MD_INT32 && v->data && v->bytes >= 4) {
+    memcpy(act, v->data, 4);
+    if (*act >= 0 && *act <= 3) return MD_NONE;
+  }
+  return md__kexec_activation_slow(st, idx, v, act);
+}
+
 /* run(): a float32 tensor buffer holding `count` elements: type TENSOR_FLOAT32 (else
  * GENERAL_FAILURE "not supported"), data non-NULL when count > 0, bytes >= count * 4. */
-md_status md__krun_buffer(md_kernel_status *st, const char *io, uint32_t idx,
-                          const md_tensor *t, uint64_t count);
+static inline md_status md__krun_buffer(md_kernel_status *st, const char *io, uint32_t idx,
+                                        const md_tensor *t, uint64_t count) {
+  if (t->type == MD_TENSOR_FLOAT32 && count <= MD__KMAX_ELEMENTS && (t->data || !count) &&
+      t->bytes >= count * 4)
+    return MD_NONE;
+  return md__krun_buffer_slow(st, io, idx, t, count);
+}
+
 /* run(): output idx must have exactly the computed shape (GENERAL_FAILURE otherwise) and a
  * float32 buffer large enough for it; *count gets its element count. */
-md_status md__krun_output(md_kernel_status *st, uint32_t idx, const md_tensor *t,
-                          const md_tensor_shape *want, uint64_t *count);
-/* run(): operand counts of the call. */
-md_status md__krun_counts(const md_kernel_call *c, md_kernel_status *st, uint32_t min_in,
-                          uint32_t max_in, uint32_t n_out);
+static inline md_status md__krun_output(md_kernel_status *st, uint32_t idx, const md_tensor *t,
+                                        const md_tensor_shape *want, uint64_t *count) {
+  uint64_t n;
+  if (t->rank == want->rank && md__kdims_ok(want->rank, want->dims, &n) &&
+      t->type == MD_TENSOR_FLOAT32 && t->data && t->bytes >= n * 4) {
+    int same = 1;
+    for (uint32_t i = 0; i < want->rank; i++) same &= t->dims[i] == want->dims[i];
+    if (same) {
+      if (count) *count = n;
+      return MD_NONE;
+    }
+  }
+  return md__krun_output_slow(st, idx, t, want, count);
+}
 
 /* Unaligned-safe element access: request offsets need not be 4-byte aligned, and a float
  * load through a misaligned pointer is undefined behaviour. Compiles to a plain load/store. */
