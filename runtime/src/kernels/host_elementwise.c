@@ -5,6 +5,8 @@
 #include "kernels_int.h"
 #include "md_math.h"
 
+#define MD__INLINE static inline __attribute__((always_inline))
+
 #define TRY(x)                     \
   do {                             \
     md_status try_s_ = (x);        \
@@ -91,6 +93,128 @@ static md_status binary_shape(const md_op_sig *sig, md_tensor_shape *out, md_ker
   return MD_NONE;
 }
 
+/* ---- elementwise loops ---------------------------------------------------------------- */
+/* The loops take blocks of BLK elements: every element of a block is loaded (md__kld: any
+ * alignment; it compiles to a plain, possibly unaligned, load) and computed before the block is
+ * stored. The inner loops have a constant trip count, so GCC vectorises them at -O2 (its "very
+ * cheap" cost model refuses loops whose trip count is unknown; clang vectorises either way),
+ * and because a block is read before it is written no `restrict` is needed: an output that is
+ * exactly an input (in place) gets the same results as element by element. An output that
+ * partially overlaps an input would not (element i may read what an earlier iteration wrote),
+ * so such calls keep the element-by-element loop. Results are bit for bit those of that loop,
+ * except which payload comes out when both operands of ADD/MUL are NaN (the compiler may
+ * commute them; IEEE 754 leaves it open). BLK is one SSE/NEON vector: with 8, GCC keeps the
+ * RELU1/RELU6 blocks in a stack array between the two inner loops. */
+#define BLK 4u
+
+/* 1 when the blocked loops may read x (xn elements) while writing o (on elements): x and o do
+ * not overlap, or x is exactly o (same start, same element count). */
+static int blockable(const void *x, uint64_t xn, const void *o, uint64_t on) {
+  uintptr_t xs = (uintptr_t)x, os = (uintptr_t)o;
+  if (xs == os) return xn == on;
+  return xs + xn * 4 <= os || os + on * 4 <= xs;
+}
+
+/* o[i] = act(op(a[va ? i : 0], b[vb ? i : 0])) for i < n; op, act, va, vb are constants in
+ * each instantiation below. A broadcast operand (va or vb 0) is loaded once: it is not written
+ * (blockable: it does not overlap o). */
+MD__INLINE void bin_loop(unsigned char *o, const unsigned char *a, const unsigned char *b,
+                         uint64_t n, int op, int act, int va, int vb) {
+  const float a0 = va ? 0.0f : md__kld(a, 0), b0 = vb ? 0.0f : md__kld(b, 0);
+  uint64_t i = 0;
+  for (; n - i >= BLK; i += BLK) {
+    float r[BLK];
+    for (uint32_t j = 0; j < BLK; j++) {
+      float x = va ? md__kld(a, i + j) : a0, y = vb ? md__kld(b, i + j) : b0;
+      r[j] = md__act_apply(act, md__binop(op, x, y));
+    }
+    for (uint32_t j = 0; j < BLK; j++) md__kst(o, i + j, r[j]);
+  }
+  for (; i < n; i++) {
+    float x = va ? md__kld(a, i) : a0, y = vb ? md__kld(b, i) : b0;
+    md__kst(o, i, md__act_apply(act, md__binop(op, x, y)));
+  }
+}
+
+typedef void (*bin_fn)(unsigned char *o, const unsigned char *a, const unsigned char *b,
+                       uint64_t n);
+
+/* One function per (op, act, operand pattern): vv both vectors, vs b broadcast, sv a. */
+#define BIN_FNS(OP, ACT)                                                                      \
+  static void bin_##OP##_##ACT##_vv(unsigned char *o, const unsigned char *a,                 \
+                                    const unsigned char *b, uint64_t n) {                     \
+    bin_loop(o, a, b, n, MD__BIN_##OP, MD__ACT_##ACT, 1, 1);                                  \
+  }                                                                                           \
+  static void bin_##OP##_##ACT##_vs(unsigned char *o, const unsigned char *a,                 \
+                                    const unsigned char *b, uint64_t n) {                     \
+    bin_loop(o, a, b, n, MD__BIN_##OP, MD__ACT_##ACT, 1, 0);                                  \
+  }                                                                                           \
+  static void bin_##OP##_##ACT##_sv(unsigned char *o, const unsigned char *a,                 \
+                                    const unsigned char *b, uint64_t n) {                     \
+    bin_loop(o, a, b, n, MD__BIN_##OP, MD__ACT_##ACT, 0, 1);                                  \
+  }
+#define BIN_OP_FNS(OP) BIN_FNS(OP, NONE) BIN_FNS(OP, RELU) BIN_FNS(OP, RELU1) BIN_FNS(OP, RELU6)
+BIN_OP_FNS(ADD)
+BIN_OP_FNS(SUB)
+BIN_OP_FNS(MUL)
+
+#define BIN_ROW(OP, ACT) {bin_##OP##_##ACT##_vv, bin_##OP##_##ACT##_vs, bin_##OP##_##ACT##_sv}
+#define BIN_OP_ROWS(OP) \
+  {BIN_ROW(OP, NONE), BIN_ROW(OP, RELU), BIN_ROW(OP, RELU1), BIN_ROW(OP, RELU6)}
+/* [op][act][pattern]; indexed by the MD__BIN_* and MD__ACT_* values. */
+static const bin_fn bin_fns[3][4][3] = {BIN_OP_ROWS(ADD), BIN_OP_ROWS(SUB), BIN_OP_ROWS(MUL)};
+
+/* A broadcast plan with the output axes of dim 1 dropped and adjacent axes merged wherever
+ * both inputs step through them alike (both contiguous across them, or both broadcast along
+ * them): same-shape operands become one row of count elements, [n,c] + [c] n rows of c. */
+typedef struct rows_plan {
+  uint32_t rank;                  /* >= 1 */
+  uint64_t dims[MD_MAX_RANK];
+  uint64_t sa[MD_MAX_RANK], sb[MD_MAX_RANK];
+} rows_plan;
+
+static int stride_merges(uint64_t outer, uint64_t inner, uint64_t inner_dim) {
+  return outer == 0 ? inner == 0 : (inner != 0 && outer == inner * inner_dim);
+}
+
+static void rows_collapse(const md__bcast *p, rows_plan *q) {
+  uint32_t r = 0;
+  for (uint32_t k = 0; k < p->rank; k++) {
+    uint64_t d = p->dims[k];
+    if (d == 1) continue;
+    if (r && stride_merges(q->sa[r - 1], p->sa[k], d) && stride_merges(q->sb[r - 1], p->sb[k], d)) {
+      q->dims[r - 1] *= d;
+    } else {
+      q->dims[r] = d;
+      r++;
+    }
+    q->sa[r - 1] = p->sa[k];
+    q->sb[r - 1] = p->sb[k];
+  }
+  if (r == 0) { /* a single element */
+    q->dims[0] = 1;
+    q->sa[0] = q->sb[0] = 1;
+    r = 1;
+  }
+  q->rank = r;
+}
+
+/* The original element-by-element loop: one index decomposition per output row, then
+ * strides. Used when the output partially overlaps an input. */
+static void binary_loop_generic(const md__bcast *plan, const void *a, const void *b, void *o,
+                                uint64_t n, int op, int32_t act) {
+  uint64_t row = plan->dims[plan->rank - 1];
+  uint64_t sa = plan->sa[plan->rank - 1], sb = plan->sb[plan->rank - 1];
+  for (uint64_t base = 0; base < n; base += row) {
+    uint64_t oa, ob;
+    md__bcast_offsets(plan, base, &oa, &ob);
+    for (uint64_t j = 0; j < row; j++) {
+      float x = md__kld(a, oa + j * sa), y = md__kld(b, ob + j * sb);
+      md__kst(o, base + j, md__act_apply(act, md__binop(op, x, y)));
+    }
+  }
+}
+
 static md_status binary_run(const md_kernel_call *c, md_kernel_status *st, int op) {
   TRY(md__krun_counts(c, st, 3, 3, 1));
   md__kview v[3];
@@ -98,24 +222,40 @@ static md_status binary_run(const md_kernel_call *c, md_kernel_status *st, int o
   md__bcast plan;
   int32_t act;
   TRY(binary_infer(v, &plan, &act, st));
-  md_tensor_shape want = {.rank = plan.rank};
-  for (uint32_t i = 0; i < plan.rank; i++) want.dims[i] = plan.dims[i];
-  TRY(md__krun_buffer(st, "input", 0, &c->inputs[0], md__kcount(v[0].rank, v[0].dims)));
-  TRY(md__krun_buffer(st, "input", 1, &c->inputs[1], md__kcount(v[1].rank, v[1].dims)));
+  uint64_t na = md__kcount(v[0].rank, v[0].dims), nb = md__kcount(v[1].rank, v[1].dims);
+  TRY(md__krun_buffer(st, "input", 0, &c->inputs[0], na));
+  TRY(md__krun_buffer(st, "input", 1, &c->inputs[1], nb));
   uint64_t n;
-  TRY(md__krun_output(st, 0, &c->outputs[0], &want, &n));
+  TRY(md__krun_output_dims(st, 0, &c->outputs[0], plan.rank, plan.dims, &n));
 
-  /* Rows along the last output axis: one index decomposition per row, then strides. */
-  const void *a = c->inputs[0].data, *b = c->inputs[1].data;
-  void *o = c->outputs[0].data;
-  uint64_t row = plan.dims[plan.rank - 1];
-  uint64_t sa = plan.sa[plan.rank - 1], sb = plan.sb[plan.rank - 1];
+  const unsigned char *a = c->inputs[0].data, *b = c->inputs[1].data;
+  unsigned char *o = c->outputs[0].data;
+  if (!blockable(a, na, o, n) || !blockable(b, nb, o, n)) {
+    binary_loop_generic(&plan, a, b, o, n, op, act);
+    return MD_NONE;
+  }
+  rows_plan q;
+  rows_collapse(&plan, &q);
+  const uint32_t last = q.rank - 1;
+  /* The innermost axis has stride 1 for an operand that is not broadcast along it, 0 for one
+   * that is; not both 0 (its dim is > 1, or the plan is a single element). */
+  const bin_fn fn = bin_fns[op][act][q.sa[last] == 0 ? 2 : (q.sb[last] == 0 ? 1 : 0)];
+  const uint64_t row = q.dims[last];
+  if (last == 0) {
+    fn(o, a, b, row);
+    return MD_NONE;
+  }
+  /* Rows: an odometer over the outer axes keeps the input offsets (elements). */
+  uint64_t idx[MD_MAX_RANK] = {0}, oa = 0, ob = 0;
   for (uint64_t base = 0; base < n; base += row) {
-    uint64_t oa, ob;
-    md__bcast_offsets(&plan, base, &oa, &ob);
-    for (uint64_t j = 0; j < row; j++) {
-      float x = md__kld(a, oa + j * sa), y = md__kld(b, ob + j * sb);
-      md__kst(o, base + j, md__act_apply(act, md__binop(op, x, y)));
+    fn(o + base * 4, a + oa * 4, b + ob * 4, row);
+    for (uint32_t k = last; k-- > 0;) {
+      oa += q.sa[k];
+      ob += q.sb[k];
+      if (++idx[k] < q.dims[k]) break;
+      oa -= q.sa[k] * q.dims[k];
+      ob -= q.sb[k] * q.dims[k];
+      idx[k] = 0;
     }
   }
   return MD_NONE;
@@ -157,19 +297,32 @@ static md_status relu_shape(const md_op_sig *sig, md_tensor_shape *out, md_kerne
   return MD_NONE;
 }
 
+/* o[i] = relu(a[i]), blocked as bin_loop (o may be a, not overlap it partially). */
+static void relu_loop(unsigned char *o, const unsigned char *a, uint64_t n) {
+  uint64_t i = 0;
+  for (; n - i >= BLK; i += BLK) {
+    float r[BLK];
+    for (uint32_t j = 0; j < BLK; j++) r[j] = md__act_apply(MD__ACT_RELU, md__kld(a, i + j));
+    for (uint32_t j = 0; j < BLK; j++) md__kst(o, i + j, r[j]);
+  }
+  for (; i < n; i++) md__kst(o, i, md__act_apply(MD__ACT_RELU, md__kld(a, i)));
+}
+
 static md_status relu_do(const md_kernel_call *c, md_kernel_status *st) {
   TRY(md__krun_counts(c, st, 1, 1, 1));
   md__kview v;
   md__kview_tensor(&v, &c->inputs[0]);
   uint64_t n;
   TRY(md__kexec_known(st, "input", 0, NULL, &v, &n));
-  md_tensor_shape want = {.rank = v.rank};
-  for (uint32_t i = 0; i < v.rank; i++) want.dims[i] = v.dims[i];
   TRY(md__krun_buffer(st, "input", 0, &c->inputs[0], n));
-  TRY(md__krun_output(st, 0, &c->outputs[0], &want, NULL));
-  const void *a = c->inputs[0].data;
-  void *o = c->outputs[0].data;
-  for (uint64_t i = 0; i < n; i++) md__kst(o, i, md__act_apply(MD__ACT_RELU, md__kld(a, i)));
+  TRY(md__krun_output_dims(st, 0, &c->outputs[0], v.rank, v.dims, NULL));
+  const unsigned char *a = c->inputs[0].data;
+  unsigned char *o = c->outputs[0].data;
+  if (blockable(a, n, o, n)) {
+    relu_loop(o, a, n);
+  } else { /* partial overlap: element by element, as always */
+    for (uint64_t i = 0; i < n; i++) md__kst(o, i, md__act_apply(MD__ACT_RELU, md__kld(a, i)));
+  }
   return MD_NONE;
 }
 

@@ -11,9 +11,11 @@
 
 #include "kernels_int.h"
 
-/* Element counts above this are refused at execute time, so count * element size (<= 4)
- * never overflows uint64_t. */
-#define MAX_ELEMENTS (UINT64_C(1) << 61)
+#define MAX_ELEMENTS MD__KMAX_ELEMENTS
+
+/* Failure paths only: the execute-time checks call the *_slow functions here only when their
+ * inline fast test (kernels_int.h) failed. */
+#define MD__COLD __attribute__((cold, noinline))
 
 const char *md__ktype_name(md_operand_type t) {
   switch (t) {
@@ -61,41 +63,17 @@ const char *md__kdims_str(uint32_t rank, const uint32_t *dims, char *buf, size_t
   return buf;
 }
 
-uint64_t md__kcount(uint32_t rank, const uint32_t *dims) {
-  if (rank == 0 || rank > MD_MAX_RANK || dims == NULL) return 0;
-  uint64_t n = 1;
-  for (uint32_t i = 0; i < rank; i++) {
-    if (dims[i] == 0) return 0;
-    if (n > UINT64_MAX / dims[i]) return UINT64_MAX;
-    n *= dims[i];
-  }
-  return n;
-}
-
-void md__kview_info(md__kview *v, const md_operand_info *o) {
-  v->type = o->type;
-  v->lifetime = o->lifetime;
-  v->rank = o->rank;
-  v->dims = o->dims;
-  v->data = o->value;
-  v->bytes = o->value ? o->length : 0;
-}
-
-void md__kview_tensor(md__kview *v, const md_tensor *t) {
-  v->type = t->type;
-  v->lifetime = MD_TEMPORARY_VARIABLE;
-  v->rank = t->rank;
-  v->dims = t->dims;
-  v->data = t->data;
-  v->bytes = t->data ? t->bytes : 0;
-}
-
-/* "input 2 (fused activation)" or "input 0". */
+/* "input 2 (fused activation)" or "input 0". Called only on the way to a failure: every
+ * check formats the operand's name in the branch that fails, never on success. */
 static const char *opname(char *buf, size_t n, const char *io, uint32_t idx, const char *label) {
   if (label) snprintf(buf, n, "%s %" PRIu32 " (%s)", io, idx, label);
   else snprintf(buf, n, "%s %" PRIu32, io, idx);
   return buf;
 }
+
+/* The failing operand's name, formatted into the caller's `char nm[64]` from the caller's
+ * io, idx and label: used only as an argument of md_kernel_fail. */
+#define NM opname(nm, sizeof nm, io, idx, label)
 
 static void counts_text(char *buf, size_t n, uint32_t min, uint32_t max, const char *what) {
   if (min == max) snprintf(buf, n, "%" PRIu32 " %s%s", min, what, min == 1 ? "" : "s");
@@ -103,8 +81,9 @@ static void counts_text(char *buf, size_t n, uint32_t min, uint32_t max, const c
   else snprintf(buf, n, "%" PRIu32 " to %" PRIu32 " %ss", min, max, what);
 }
 
-static md_status counts(md_kernel_status *st, uint32_t n_in, const void *in, uint32_t n_outs,
-                        const void *out, uint32_t min_in, uint32_t max_in, uint32_t n_out) {
+MD__COLD md_status md__kcounts_slow(md_kernel_status *st, uint32_t n_in, const void *in,
+                                    uint32_t n_outs, const void *out, uint32_t min_in,
+                                    uint32_t max_in, uint32_t n_out) {
   char want[64];
   if (n_in < min_in || n_in > max_in) {
     counts_text(want, sizeof want, min_in, max_in, "input");
@@ -117,17 +96,6 @@ static md_status counts(md_kernel_status *st, uint32_t n_in, const void *in, uin
   if ((n_in && !in) || (n_outs && !out))
     return md_kernel_fail(st, MD_INVALID_ARGUMENT, "operand array is NULL");
   return MD_NONE;
-}
-
-md_status md__kcheck_counts(const md_op_sig *sig, md_kernel_status *st, uint32_t min_in,
-                            uint32_t max_in, uint32_t n_out) {
-  return counts(st, sig->n_inputs, sig->inputs, sig->n_outputs, sig->outputs, min_in, max_in,
-                n_out);
-}
-
-md_status md__krun_counts(const md_kernel_call *c, md_kernel_status *st, uint32_t min_in,
-                          uint32_t max_in, uint32_t n_out) {
-  return counts(st, c->n_inputs, c->inputs, c->n_outputs, c->outputs, min_in, max_in, n_out);
 }
 
 static void types_text(char *buf, size_t n, uint32_t allowed) {
@@ -152,23 +120,22 @@ static void types_text(char *buf, size_t n, uint32_t allowed) {
 md_status md__kcheck_tensor(md_kernel_status *st, const char *io, uint32_t idx, const char *label,
                             const md_operand_info *o, uint32_t allowed, md__kunsup *u) {
   char nm[64], types[160];
-  opname(nm, sizeof nm, io, idx, label);
   if (o->lifetime == MD_NO_VALUE)
-    return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s is required, got no value", nm);
+    return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s is required, got no value", NM);
   if (!md__ktype_is_tensor(o->type) || !(allowed & MD__TBIT(o->type))) {
     types_text(types, sizeof types, allowed);
-    return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s must be %s, got %s", nm, types,
+    return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s must be %s, got %s", NM, types,
                           md__ktype_name(o->type));
   }
   if (o->rank > MD_MAX_RANK)
-    return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s has rank %" PRIu32 ", more than %u", nm,
+    return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s has rank %" PRIu32 ", more than %u", NM,
                           o->rank, MD_MAX_RANK);
   if (o->rank && !o->dims)
-    return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s has rank %" PRIu32 " but no dims", nm,
+    return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s has rank %" PRIu32 " but no dims", NM,
                           o->rank);
   if (o->type != MD_TENSOR_FLOAT32 && u && !u->found) {
     u->found = 1;
-    snprintf(u->what, sizeof u->what, "%s", nm);
+    opname(u->what, sizeof u->what, io, idx, label);
     u->type = o->type;
   }
   return MD_NONE;
@@ -187,18 +154,18 @@ md_status md__kcheck_same_type(md_kernel_status *st, const char *io, uint32_t id
 md_status md__kcheck_scalar(md_kernel_status *st, uint32_t idx, const char *label,
                             const md_operand_info *o, md_operand_type want) {
   char nm[64];
-  opname(nm, sizeof nm, "input", idx, label);
+  const char *io = "input";
   if (o->lifetime == MD_NO_VALUE)
-    return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s is required, got no value", nm);
+    return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s is required, got no value", NM);
   if (o->type != want)
-    return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s must be %s, got %s", nm,
+    return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s must be %s, got %s", NM,
                           md__ktype_name(want), md__ktype_name(o->type));
   if (o->rank != 0)
-    return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s must be a scalar, got rank %" PRIu32, nm,
+    return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s must be a scalar, got rank %" PRIu32, NM,
                           o->rank);
   if (o->value && o->length != 4)
     return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s constant is %" PRIu64
-                          " bytes, expected 4", nm, o->length);
+                          " bytes, expected 4", NM, o->length);
   return MD_NONE;
 }
 
@@ -251,57 +218,48 @@ md_status md__kcheck_done(md_kernel_status *st, const md__kunsup *u) {
                         md__ktype_name(u->type));
 }
 
-md_status md__kexec_known(md_kernel_status *st, const char *io, uint32_t idx, const char *label,
-                          const md__kview *v, uint64_t *count) {
+MD__COLD md_status md__kexec_known_slow(md_kernel_status *st, const char *io, uint32_t idx,
+                                        const char *label, const md__kview *v,
+                                        uint64_t *count) {
   char nm[64], d[128];
-  opname(nm, sizeof nm, io, idx, label);
   if (v->rank == 0)
-    return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s has unknown rank at execution", nm);
+    return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s has unknown rank at execution", NM);
   if (v->rank > MD_MAX_RANK)
-    return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s has rank %" PRIu32 ", more than %u", nm,
+    return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s has rank %" PRIu32 ", more than %u", NM,
                           v->rank, MD_MAX_RANK);
   if (!v->dims)
-    return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s has rank %" PRIu32 " but no dims", nm,
+    return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s has rank %" PRIu32 " but no dims", NM,
                           v->rank);
   uint64_t n = md__kcount(v->rank, v->dims);
   if (n == 0)
     return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s dims %s are not fully known at execution",
-                          nm, md__kdims_str(v->rank, v->dims, d, sizeof d));
+                          NM, md__kdims_str(v->rank, v->dims, d, sizeof d));
   if (n > MAX_ELEMENTS)
-    return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s dims %s hold more than 2^61 elements", nm,
+    return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s dims %s hold more than 2^61 elements", NM,
                           md__kdims_str(v->rank, v->dims, d, sizeof d));
   if (count) *count = n;
   return MD_NONE;
 }
 
-static md_status scalar4(md_kernel_status *st, uint32_t idx, const char *label,
-                         const md__kview *v, md_operand_type want, void *out) {
+MD__COLD md_status md__kexec_scalar4_slow(md_kernel_status *st, uint32_t idx,
+                                          const char *label, const md__kview *v,
+                                          md_operand_type want, void *out) {
   char nm[64];
-  opname(nm, sizeof nm, "input", idx, label);
+  const char *io = "input";
   if (v->type != want)
-    return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s must be %s, got %s", nm,
+    return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s must be %s, got %s", NM,
                           md__ktype_name(want), md__ktype_name(v->type));
-  if (!v->data) return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s has no value", nm);
+  if (!v->data) return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s has no value", NM);
   if (v->bytes < 4)
     return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s value is %" PRIu64 " bytes, expected 4",
-                          nm, v->bytes);
+                          NM, v->bytes);
   memcpy(out, v->data, 4);
   return MD_NONE;
 }
 
-md_status md__kexec_i32(md_kernel_status *st, uint32_t idx, const char *label,
-                        const md__kview *v, int32_t *out) {
-  return scalar4(st, idx, label, v, MD_INT32, out);
-}
-
-md_status md__kexec_f32(md_kernel_status *st, uint32_t idx, const char *label,
-                        const md__kview *v, float *out) {
-  return scalar4(st, idx, label, v, MD_FLOAT32, out);
-}
-
-md_status md__kexec_activation(md_kernel_status *st, uint32_t idx, const md__kview *v,
-                               int32_t *act) {
-  md_status s = md__kexec_i32(st, idx, "fused activation", v, act);
+MD__COLD md_status md__kexec_activation_slow(md_kernel_status *st, uint32_t idx,
+                                             const md__kview *v, int32_t *act) {
+  md_status s = md__kexec_scalar4_slow(st, idx, "fused activation", v, MD_INT32, act);
   if (s != MD_NONE) return s;
   if (*act < 0 || *act > 3)
     return md_kernel_fail(st, MD_INVALID_ARGUMENT, "input %" PRIu32 " (fused activation) is %"
@@ -309,36 +267,37 @@ md_status md__kexec_activation(md_kernel_status *st, uint32_t idx, const md__kvi
   return MD_NONE;
 }
 
-md_status md__krun_buffer(md_kernel_status *st, const char *io, uint32_t idx,
-                          const md_tensor *t, uint64_t count) {
+MD__COLD md_status md__krun_buffer_slow(md_kernel_status *st, const char *io, uint32_t idx,
+                                        const md_tensor *t, uint64_t count) {
   char nm[64], d[128];
-  opname(nm, sizeof nm, io, idx, NULL);
+  const char *label = NULL;
   if (t->type != MD_TENSOR_FLOAT32)
-    return md_kernel_fail(st, MD_GENERAL_FAILURE, "%s: %s not supported by the host kernels", nm,
+    return md_kernel_fail(st, MD_GENERAL_FAILURE, "%s: %s not supported by the host kernels", NM,
                           md__ktype_name(t->type));
   if (count > MAX_ELEMENTS)
-    return md_kernel_fail(st, MD_GENERAL_FAILURE, "%s holds more than 2^61 elements", nm);
-  if (count && !t->data) return md_kernel_fail(st, MD_GENERAL_FAILURE, "%s has no buffer", nm);
+    return md_kernel_fail(st, MD_GENERAL_FAILURE, "%s holds more than 2^61 elements", NM);
+  if (count && !t->data) return md_kernel_fail(st, MD_GENERAL_FAILURE, "%s has no buffer", NM);
   if (t->bytes < count * 4)
     return md_kernel_fail(st, MD_GENERAL_FAILURE,
-                          "%s buffer is %" PRIu64 " bytes, its dims %s need %" PRIu64, nm,
+                          "%s buffer is %" PRIu64 " bytes, its dims %s need %" PRIu64, NM,
                           t->bytes, md__kdims_str(t->rank, t->dims, d, sizeof d), count * 4);
   return MD_NONE;
 }
+#undef NM
 
-md_status md__krun_output(md_kernel_status *st, uint32_t idx, const md_tensor *t,
-                          const md_tensor_shape *want, uint64_t *count) {
+MD__COLD md_status md__krun_output_slow(md_kernel_status *st, uint32_t idx, const md_tensor *t,
+                                        uint32_t rank, const uint32_t *dims, uint64_t *count) {
   char have[128], w[128];
-  int same = t->rank == want->rank;
-  for (uint32_t i = 0; same && i < want->rank; i++) same = t->dims[i] == want->dims[i];
+  int same = t->rank == rank;
+  for (uint32_t i = 0; same && i < rank; i++) same = t->dims[i] == dims[i];
   if (!same)
     return md_kernel_fail(st, MD_GENERAL_FAILURE,
                           "output %" PRIu32 " dims %s differ from the computed %s", idx,
                           md__kdims_str(t->rank > MD_MAX_RANK ? 0 : t->rank, t->dims, have,
                                         sizeof have),
-                          md__kdims_str(want->rank, want->dims, w, sizeof w));
-  uint64_t n = md__kcount(want->rank, want->dims);
-  md_status s = md__krun_buffer(st, "output", idx, t, n);
+                          md__kdims_str(rank, dims, w, sizeof w));
+  uint64_t n = md__kcount(rank, dims);
+  md_status s = md__krun_buffer_slow(st, "output", idx, t, n);
   if (s == MD_NONE && count) *count = n;
   return s;
 }

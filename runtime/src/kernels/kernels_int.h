@@ -139,7 +139,7 @@ md_status md__kexec_activation_slow(md_kernel_status *st, uint32_t idx, const md
 md_status md__krun_buffer_slow(md_kernel_status *st, const char *io, uint32_t idx,
                                const md_tensor *t, uint64_t count);
 md_status md__krun_output_slow(md_kernel_status *st, uint32_t idx, const md_tensor *t,
-                               const md_tensor_shape *want, uint64_t *count);
+                               uint32_t rank, const uint32_t *dims, uint64_t *count);
 
 static inline int md__kcounts_ok(uint32_t n_in, const void *in, uint32_t n_outs,
                                  const void *out, uint32_t min_in, uint32_t max_in,
@@ -230,21 +230,28 @@ static inline md_status md__krun_buffer(md_kernel_status *st, const char *io, ui
   return md__krun_buffer_slow(st, io, idx, t, count);
 }
 
-/* run(): output idx must have exactly the computed shape (GENERAL_FAILURE otherwise) and a
- * float32 buffer large enough for it; *count gets its element count. */
-static inline md_status md__krun_output(md_kernel_status *st, uint32_t idx, const md_tensor *t,
-                                        const md_tensor_shape *want, uint64_t *count) {
+/* run(): output idx must have exactly the computed shape `rank` x `dims` (GENERAL_FAILURE
+ * otherwise) and a float32 buffer large enough for it; *count gets its element count. */
+static inline md_status md__krun_output_dims(md_kernel_status *st, uint32_t idx,
+                                             const md_tensor *t, uint32_t rank,
+                                             const uint32_t *dims, uint64_t *count) {
   uint64_t n;
-  if (t->rank == want->rank && md__kdims_ok(want->rank, want->dims, &n) &&
-      t->type == MD_TENSOR_FLOAT32 && t->data && t->bytes >= n * 4) {
+  if (t->rank == rank && md__kdims_ok(rank, dims, &n) && t->type == MD_TENSOR_FLOAT32 &&
+      t->data && t->bytes >= n * 4) {
     int same = 1;
-    for (uint32_t i = 0; i < want->rank; i++) same &= t->dims[i] == want->dims[i];
+    for (uint32_t i = 0; i < rank; i++) same &= t->dims[i] == dims[i];
     if (same) {
       if (count) *count = n;
       return MD_NONE;
     }
   }
-  return md__krun_output_slow(st, idx, t, want, count);
+  return md__krun_output_slow(st, idx, t, rank, dims, count);
+}
+
+/* The same with the computed shape as an md_tensor_shape. */
+static inline md_status md__krun_output(md_kernel_status *st, uint32_t idx, const md_tensor *t,
+                                        const md_tensor_shape *want, uint64_t *count) {
+  return md__krun_output_dims(st, idx, t, want->rank, want->dims, count);
 }
 
 /* Unaligned-safe element access: request offsets need not be 4-byte aligned, and a float
