@@ -54,20 +54,6 @@ typedef unsigned long long ull;
 
 /* ---- names --------------------------------------------------------------------------- */
 
-static const char *type_name(md_operand_type t) {
-  switch (t) {
-    case MD_FLOAT32: return "FLOAT32";
-    case MD_INT32: return "INT32";
-    case MD_UINT32: return "UINT32";
-    case MD_TENSOR_FLOAT32: return "TENSOR_FLOAT32";
-    case MD_TENSOR_INT32: return "TENSOR_INT32";
-    case MD_TENSOR_QUANT8_ASYMM: return "TENSOR_QUANT8_ASYMM";
-    case MD_BOOL: return "BOOL";
-    case MD_TENSOR_FLOAT16: return "TENSOR_FLOAT16";
-    case MD_TENSOR_QUANT8_ASYMM_SIGNED: return "TENSOR_QUANT8_ASYMM_SIGNED";
-  }
-  return NULL;
-}
 
 static const char *lifetime_name(md_lifetime l) {
   switch (l) {
@@ -173,15 +159,16 @@ static md_status check_constant_range(uint32_t i, const md_operand *o, uint64_t 
     if (!md__type_is_scalar(o->type)) md__dims_str(o->rank, o->dims, d, sizeof d);
     return md__fail(MD_INVALID_ARGUMENT,
                     "operand %u: %s length %llu does not match its byte size %llu (%s %s)", i, ln,
-                    (ull)o->length, (ull)bytes, type_name(o->type), d);
+                    (ull)o->length, (ull)bytes, md_operand_type_name(o->type), d);
   }
   return MD_NONE;
 }
 
 static md_status check_operand(const md_model *m, uint32_t i, const uint64_t *pool_size) {
   const md_operand *o = &m->operands[i];
-  const char *tn = type_name(o->type);
-  if (!tn) return md__fail(MD_INVALID_ARGUMENT, "operand %u: unknown type %d", i, (int)o->type);
+  if (md_operand_type_size(o->type) == 0)
+    return md__fail(MD_INVALID_ARGUMENT, "operand %u: unknown type %d", i, (int)o->type);
+  const char *tn = md_operand_type_name(o->type);
   const char *ln = lifetime_name(o->lifetime);
   if (!ln)
     return md__fail(MD_INVALID_ARGUMENT, "operand %u: unknown lifetime %d", i, (int)o->lifetime);

@@ -152,6 +152,10 @@ const char *md_kernel_registry_error(void);
 /* Name of a built-in operation type ("ADD"), or NULL for MD_OP_CUSTOM / unknown values. */
 const char *md_operation_name(md_operation_type type);
 
+/* Name of an operand type ("TENSOR_FLOAT32"); "type N" for a value outside the enum (in a
+ * thread-local buffer). */
+const char *md_operand_type_name(md_operand_type type);
+
 /* Byte size of one element of `type` (0 for an unknown type). */
 size_t md_operand_type_size(md_operand_type type);
 

@@ -36,7 +36,7 @@ static md_status fc_check(const md_op_sig *sig, md_kernel_status *st, void *user
     if (b->type != MD_TENSOR_INT32)
       return md_kernel_fail(st, MD_INVALID_ARGUMENT,
                             "input 2 (bias) must be TENSOR_INT32 for a %s input, got %s",
-                            md__ktype_name(in->type), md__ktype_name(b->type));
+                            md_operand_type_name(in->type), md_operand_type_name(b->type));
   } else {
     TRY(md__kcheck_same_type(st, "input", 2, "bias", b, in->type, "input 0"));
   }

@@ -116,7 +116,7 @@ static md_status reshape_infer(const md__kview *v, md_tensor_shape *out, uint64_
   TRY(md__kexec_known(st, "input", 0, NULL, &v[0], count));
   if (v[1].type != MD_TENSOR_INT32)
     return md_kernel_fail(st, MD_INVALID_ARGUMENT, "input 1 (shape) must be TENSOR_INT32, got %s",
-                          md__ktype_name(v[1].type));
+                          md_operand_type_name(v[1].type));
   TRY(md__kexec_known(st, "input", 1, "shape", &v[1], NULL));
   if (v[1].rank != 1)
     return md_kernel_fail(st, MD_INVALID_ARGUMENT,

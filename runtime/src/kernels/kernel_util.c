@@ -2,7 +2,7 @@
  * prepare/execute checks that fail with a message naming the operand (kernels_int.h).
  *
  * Each function is documented where it is declared, in kernels_int.h. All are thread-safe:
- * they write only the md_kernel_status and outputs they are given (md__ktype_name uses a
+ * they write only the md_kernel_status and outputs they are given (md_operand_type_name uses a
  * per-thread buffer for unknown values), allocate nothing, and a failing check returns its
  * status after md_kernel_fail filled st. */
 #include <inttypes.h>
@@ -17,7 +17,7 @@
  * inline fast test (kernels_int.h) failed. */
 #define MD__COLD __attribute__((cold, noinline))
 
-const char *md__ktype_name(md_operand_type t) {
+const char *md_operand_type_name(md_operand_type t) {
   switch (t) {
   case MD_FLOAT32: return "FLOAT32";
   case MD_INT32: return "INT32";
@@ -111,7 +111,7 @@ static void types_text(char *buf, size_t n, uint32_t allowed) {
     if (!(allowed & MD__TBIT(order[i]))) continue;
     k++;
     const char *sep = k == 1 ? "" : (k == total ? " or " : ", ");
-    int w = snprintf(buf + used, n - used, "%s%s", sep, md__ktype_name(order[i]));
+    int w = snprintf(buf + used, n - used, "%s%s", sep, md_operand_type_name(order[i]));
     if (w < 0) break;
     used += (size_t)w;
   }
@@ -125,7 +125,7 @@ md_status md__kcheck_tensor(md_kernel_status *st, const char *io, uint32_t idx, 
   if (!md__ktype_is_tensor(o->type) || !(allowed & MD__TBIT(o->type))) {
     types_text(types, sizeof types, allowed);
     return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s must be %s, got %s", NM, types,
-                          md__ktype_name(o->type));
+                          md_operand_type_name(o->type));
   }
   if (o->rank > MD_MAX_RANK)
     return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s has rank %" PRIu32 ", more than %u", NM,
@@ -147,8 +147,8 @@ md_status md__kcheck_same_type(md_kernel_status *st, const char *io, uint32_t id
   char nm[64];
   if (o->type == want) return MD_NONE;
   return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s has type %s, must match %s (%s)",
-                        opname(nm, sizeof nm, io, idx, label), md__ktype_name(o->type), want_of,
-                        md__ktype_name(want));
+                        opname(nm, sizeof nm, io, idx, label), md_operand_type_name(o->type), want_of,
+                        md_operand_type_name(want));
 }
 
 md_status md__kcheck_scalar(md_kernel_status *st, uint32_t idx, const char *label,
@@ -159,7 +159,7 @@ md_status md__kcheck_scalar(md_kernel_status *st, uint32_t idx, const char *labe
     return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s is required, got no value", NM);
   if (o->type != want)
     return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s must be %s, got %s", NM,
-                          md__ktype_name(want), md__ktype_name(o->type));
+                          md_operand_type_name(want), md_operand_type_name(o->type));
   if (o->rank != 0)
     return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s must be a scalar, got rank %" PRIu32, NM,
                           o->rank);
@@ -215,7 +215,7 @@ md_status md__kcheck_done(md_kernel_status *st, const md__kunsup *u) {
   if (!u->found) return MD_NONE;
   return md_kernel_fail(st, MD_GENERAL_FAILURE,
                         "%s: %s not supported (only TENSOR_FLOAT32 kernels exist)", u->what,
-                        md__ktype_name(u->type));
+                        md_operand_type_name(u->type));
 }
 
 MD__COLD md_status md__kexec_known_slow(md_kernel_status *st, const char *io, uint32_t idx,
@@ -248,7 +248,7 @@ MD__COLD md_status md__kexec_scalar4_slow(md_kernel_status *st, uint32_t idx,
   const char *io = "input";
   if (v->type != want)
     return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s must be %s, got %s", NM,
-                          md__ktype_name(want), md__ktype_name(v->type));
+                          md_operand_type_name(want), md_operand_type_name(v->type));
   if (!v->data) return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s has no value", NM);
   if (v->bytes < 4)
     return md_kernel_fail(st, MD_INVALID_ARGUMENT, "%s value is %" PRIu64 " bytes, expected 4",
@@ -273,7 +273,7 @@ MD__COLD md_status md__krun_buffer_slow(md_kernel_status *st, const char *io, ui
   const char *label = NULL;
   if (t->type != MD_TENSOR_FLOAT32)
     return md_kernel_fail(st, MD_GENERAL_FAILURE, "%s: %s not supported by the host kernels", NM,
-                          md__ktype_name(t->type));
+                          md_operand_type_name(t->type));
   if (count > MAX_ELEMENTS)
     return md_kernel_fail(st, MD_GENERAL_FAILURE, "%s holds more than 2^61 elements", NM);
   if (count && !t->data) return md_kernel_fail(st, MD_GENERAL_FAILURE, "%s has no buffer", NM);

@@ -31,7 +31,6 @@ md_status md__kernel_register_builtin(const md_kernel_def *def);
 #define MD__T_ANY (MD__T_FLOAT | MD__T_QUANT | MD__TBIT(MD_TENSOR_INT32))
 
 /* "TENSOR_FLOAT32", ...; "type <n>" (in a static per-thread buffer) for an unknown value. */
-const char *md__ktype_name(md_operand_type t);
 /* 1 if t is one of the tensor types of the v1 subset. */
 int md__ktype_is_tensor(md_operand_type t);
 int md__ktype_is_quant(md_operand_type t);
