@@ -1,0 +1,32 @@
+# wl_determinism.cmake - runs each workload twice with -DSEED and once with SEED+1: the two
+# same-seed PASS lines (execution counts and result digest) must be identical, and the other
+# seed's digest must differ. Usage: cmake -DPROGRAMS=a|b|c -DSEED=N -P wl_determinism.cmake
+string(REPLACE "|" ";" programs "${PROGRAMS}")
+math(EXPR other "${SEED} + 1")
+
+function(pass_line prog seed out)
+  execute_process(COMMAND ${prog} --seed ${seed} RESULT_VARIABLE rc OUTPUT_VARIABLE o ERROR_VARIABLE e)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${prog} --seed ${seed} failed (${rc}):\n${o}${e}")
+  endif()
+  string(REGEX MATCH "workload [a-z_]+: PASS \\([^\n]*\\)" line "${o}")
+  if(NOT line)
+    message(FATAL_ERROR "${prog} --seed ${seed}: no PASS line in:\n${o}")
+  endif()
+  set(${out} "${line}" PARENT_SCOPE)
+endfunction()
+
+foreach(prog ${programs})
+  pass_line(${prog} ${SEED} a)
+  pass_line(${prog} ${SEED} b)
+  pass_line(${prog} ${other} c)
+  if(NOT a STREQUAL b)
+    message(FATAL_ERROR "not deterministic for seed ${SEED}:\n  ${a}\n  ${b}")
+  endif()
+  string(REGEX MATCH "digest [0-9a-f]+" da "${a}")
+  string(REGEX MATCH "digest [0-9a-f]+" dc "${c}")
+  if(da STREQUAL dc)
+    message(FATAL_ERROR "seeds ${SEED} and ${other} gave the same ${da}:\n  ${a}\n  ${c}")
+  endif()
+  message(STATUS "${a}")
+endforeach()
