@@ -1,9 +1,10 @@
 /* sim_arena.c - the simulated device's address space: a bounded arena with a TLSF allocator,
- * red zones and poisoned free memory. Layout and invariants: sim_arena.h. */
+ * red zones and poisoned free memory. Layout, invariants and locking: sim_arena.h. */
 #include "sim_arena.h"
 
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -14,46 +15,140 @@
 #include <unistd.h>
 
 #define G ((uint64_t)MD__ARENA_ALIGN)
+#define G_SHIFT 8u                     /* log2(G) */
 #define R ((uint64_t)MD__ARENA_REDZONE)
 #define SL_BITS 4u
 #define SL_COUNT (1u << SL_BITS)
 #define FL_MIN 8u                      /* log2(G): the smallest span */
 #define FL_COUNT 33u                   /* spans up to 2^40 bytes */
 #define POISON64 0xDBDBDBDBDBDBDBDBull
+#define REDZONE64 (0x0101010101010101ull * MD__ARENA_REDZONE_BYTE)
 
-/* One block of the arena, free or used. Lives in host memory, never in the arena. */
-typedef struct blk {
-  uint64_t off;                 /* span start; for a used block also the payload start */
-  uint64_t span;                /* arena bytes, a multiple of G */
-  uint64_t size;                /* payload bytes of a used block; 0 when free */
-  struct blk *prev, *next;      /* neighbours in address order */
-  union {                       /* a block is in one of the two indexes at a time */
-    struct { struct blk *fprev, *fnext; };   /* free: the list of its size class */
-    struct { struct blk *l, *r; };           /* used: AVL children, keyed by off */
-  };
-  int32_t h;                    /* used: AVL height */
-  uint8_t is_free;
-  _Atomic uint8_t ready;        /* used: payload zeroed and red zone written (see alloc) */
-} blk;
+_Static_assert(((uint64_t)1 << G_SHIFT) == G, "G_SHIFT");
+
+/* ---- metadata -----------------------------------------------------------------------------
+ *
+ * Offsets and spans are kept in units of G ("units"; unit u is arena bytes [u*G, u*G+G)). A
+ * 64 GiB arena has 2^28 + 2 units, so every unit number and every span fits in 32 bits.
+ *
+ * The unit table: one 64-bit word per unit, in leaves of LEAF_UNITS units allocated when a
+ * block first starts or ends in their range (never freed before the arena), reached through
+ * `dir`. A word is
+ *   0            nothing starts here, and no free block ends here
+ *   W_USED       a used block starts here: its payload size (the span follows from it:
+ *                round_up(size + R, G)) and W_READY once its payload is zeroed and its red
+ *                zone written. This word is all the host memory a used block has.
+ *   W_FREEING    the same block, claimed by a free that has not finished
+ *   W_FREE       a free block starts here: the index of its record
+ *   W_FREE|W_END the last unit of a free block of more than one unit: the index of its record
+ *                (so that a free finds a free predecessor in O(1))
+ * Lookups read words with one atomic load each, without any lock: a used block's word is a
+ * consistent picture of it. Per 64 units a leaf also has a bitmap `starts` of the units where
+ * a used (or freeing) block starts, and summary bitmaps (`lv[0]`: one bit per leaf, set when
+ * its `starts` has a bit; `lv[k+1]`: one bit per word of `lv[k]`) let a lookup find the
+ * nearest used block at or below any unit in a few word reads: the only block that can
+ * contain it.
+ *
+ * Records (16 bytes, in chunks of REC_CHUNK, no allocation per record) exist for free blocks
+ * only: unit, span and the size-class list links. So that a free never needs host memory,
+ * alloc keeps capacity for a record per block (chunks are allocated before they are needed
+ * and touched only as records are used). A used block thus costs 8 bytes of unit table (plus
+ * its share of a leaf's bitmaps and header: 1/8 byte per unit; a block spanning leaves also
+ * keeps the leaf of its last unit). Records, the free lists and the counters are read and
+ * written under the lock; words, `starts` and `lv` are written under it (except the READY
+ * bit and the claim of a free: md__arena_alloc, md__arena_free) and read by anyone. */
+
+#define LEAF_BITS 8u
+#define LEAF_UNITS (1u << LEAF_BITS)
+#define LEAF_MASK (LEAF_UNITS - 1u)
+#define REC_CHUNK_BITS 14u              /* 256 KiB chunks: glibc maps them, untouched pages cost nothing */
+#define REC_CHUNK (1u << REC_CHUNK_BITS)
+#define NIL 0u                          /* no record; record 0 is never used */
+#define MAX_LV 8u
+
+#define W_FREE ((uint64_t)1 << 62)
+#define W_USED ((uint64_t)2 << 62)
+#define W_FREEING ((uint64_t)3 << 62)   /* claimed by a free that has not finished */
+#define W_TYPE ((uint64_t)3 << 62)
+#define W_READY ((uint64_t)1 << 61)     /* used: payload zeroed and red zone written */
+#define W_END ((uint64_t)1 << 61)       /* free: the block's last unit, not its start */
+#define W_SIZE (((uint64_t)1 << 37) - 1u) /* used: payload bytes (at most 64 GiB) */
+#define W_REC 0xFFFFFFFFull             /* free: record index */
+
+_Static_assert(MD__ARENA_MAX_LIMIT <= W_SIZE, "size field");
+
+typedef struct leaf {
+  _Atomic uint64_t starts[LEAF_UNITS / 64u];
+  _Atomic uint64_t word[LEAF_UNITS];
+} leaf;
+
+typedef struct rec {
+  uint32_t off_u, span_u;   /* first unit, units */
+  uint32_t fprev, fnext;    /* its size-class list; unused records: the spare list */
+} rec;
 
 struct md__arena {
-  pthread_rwlock_t lock;        /* metadata below; arena bytes of free blocks and red zones */
+  /* Set at create; read by every lookup (kept off the lines that allocs and frees write). */
   uint8_t *base;
   uint64_t reserved, limit, tag, page;
-  blk *first;                   /* the block at offset G */
-  blk *root;                    /* AVL of used blocks */
+  uint64_t units;               /* reserved / G */
+  _Atomic(leaf *) *dir;         /* units / LEAF_UNITS (rounded up) leaves */
+  uint64_t n_leaves;
+  _Atomic uint64_t *lv[MAX_LV];
+  unsigned n_lv;
+  /* The allocator. */
+  _Alignas(64) pthread_mutex_t lock;   /* what follows; writes of word, starts and lv */
+  _Atomic uint32_t waiting;     /* threads waiting for the lock (see lock_hot) */
+  rec **chunks;                 /* records, REC_CHUNK per chunk */
+  uint64_t n_chunks, max_chunks;
+  uint32_t rec_next, rec_spare; /* next never-used record; list of released ones */
+  uint64_t n_blocks;            /* free, used and freeing: the records alloc keeps room for */
   uint64_t fl_map;              /* bit f: some class (f, *) is non-empty */
   uint32_t sl_map[FL_COUNT];    /* bit s: class (f, s) is non-empty */
-  blk *heads[FL_COUNT][SL_COUNT];
+  uint32_t heads[FL_COUNT][SL_COUNT];
   uint64_t hwm;                 /* end of the highest span ever handed out: above it, zeros */
   uint64_t allocs, frees, bytes_live, bytes_peak, span_live, live_blocks, bytes_free, free_blocks;
-  /* Counted on paths that hold the lock only for reading, or none. */
-  _Atomic uint64_t refused_persistent, refused_transient, bad_frees, redzone_hits, poison_hits;
+  /* Counted on paths that do not hold the lock (rarely: refusals and reports). */
+  _Alignas(64) _Atomic uint64_t refused_persistent, refused_transient, bad_frees, redzone_hits, poison_hits;
   pthread_mutex_t report_lock;
   char last[MD__ARENA_REPORT_MAX];
 };
 
+#define SPIN_TRIES 40u              /* about 300 pauses: a few microseconds */
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+/* The lock. Alloc, free and the settling of a launch's checks hold it for a few hundred
+ * nanoseconds; full checks and stats may hold it long and may be called in a loop (a checker
+ * thread), and a released mutex is not handed to the thread it wakes: a caller that takes it
+ * again at once could keep it for good. So a thread that finds it taken counts itself as
+ * waiting, and the long holders let waiting threads go first. */
+static void lock_hot(md__arena *a) {
+  if (pthread_mutex_trylock(&a->lock) == 0) return;
+  atomic_fetch_add_explicit(&a->waiting, 1, memory_order_relaxed);
+  /* The holder is most likely running and about to release: spin (a few microseconds at
+   * most) before sleeping; a sleep and a wake-up cost more than many critical sections. */
+  int got = 0;
+  for (unsigned i = 0; i < SPIN_TRIES && !got; i++) {
+    for (unsigned j = 0; j < (1u << (i < 3 ? i : 3)); j++) cpu_relax();
+    got = pthread_mutex_trylock(&a->lock) == 0;
+  }
+  if (!got) pthread_mutex_lock(&a->lock);
+  atomic_fetch_sub_explicit(&a->waiting, 1, memory_order_relaxed);
+}
+
+static void lock_cold(md__arena *a) {
+  for (int i = 0; i < 1000 && atomic_load_explicit(&a->waiting, memory_order_relaxed); i++) sched_yield();
+  lock_hot(a);
+}
+
 static uint64_t round_up(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
+static uint64_t span_of(uint64_t size) { return (size + R + G - 1) & ~(G - 1); }
 
 /* ---- reports ---------------------------------------------------------------------------- */
 
@@ -98,49 +193,217 @@ size_t md__arena_last_report(md__arena *a, char *buf, size_t len) {
   return n;
 }
 
+/* ---- records and the unit table --------------------------------------------------------- */
+
+static rec *rp(const md__arena *a, uint32_t i) { return &a->chunks[i >> REC_CHUNK_BITS][i & (REC_CHUNK - 1u)]; }
+
+/* Makes room (lock held) for a record per block after one more block: 0, or -1 when host
+ * memory is short. Then rec_new never fails before the next alloc. */
+static int rec_reserve(md__arena *a) {
+  while ((a->n_blocks + 2) > a->n_chunks << REC_CHUNK_BITS) {   /* + 1 more block, + record 0 */
+    if (a->n_chunks == a->max_chunks) return -1;
+    rec *c = malloc(REC_CHUNK * sizeof *c);
+    if (!c) return -1;
+    a->chunks[a->n_chunks++] = c;
+  }
+  return 0;
+}
+
+/* A record for a new free block (lock held; rec_reserve made room). */
+static uint32_t rec_new(md__arena *a) {
+  if (a->rec_spare != NIL) {
+    uint32_t i = a->rec_spare;
+    a->rec_spare = rp(a, i)->fnext;
+    return i;
+  }
+  return a->rec_next++;
+}
+
+static void rec_release(md__arena *a, uint32_t i) {
+  rp(a, i)->fnext = a->rec_spare;
+  a->rec_spare = i;
+}
+
+static leaf *leaf_of(const md__arena *a, uint64_t u) {
+  return atomic_load_explicit(&a->dir[u >> LEAF_BITS], memory_order_acquire);
+}
+
+/* The leaf of unit u, allocated if needed (lock held); NULL when host memory is short. */
+static leaf *leaf_make(md__arena *a, uint64_t u) {
+  leaf *l = leaf_of(a, u);
+  if (!l) {
+    l = calloc(1, sizeof *l);
+    if (l) atomic_store_explicit(&a->dir[u >> LEAF_BITS], l, memory_order_release);
+  }
+  return l;
+}
+
+/* The word of unit u (any thread). */
+static uint64_t word_get(const md__arena *a, uint64_t u) {
+  leaf *l = leaf_of(a, u);
+  return l ? atomic_load_explicit(&l->word[u & LEAF_MASK], memory_order_acquire) : 0;
+}
+
+/* Lock held; the leaf exists (a block starts at u). */
+static void word_set(md__arena *a, uint64_t u, uint64_t w) {
+  atomic_store_explicit(&leaf_of(a, u)->word[u & LEAF_MASK], w, memory_order_release);
+}
+static int is_free_word(uint64_t w) { return (w & W_TYPE) == W_FREE; }
+
+/* Writes (lock held) the words of free block record i: its start, and its last unit. */
+static void free_words(md__arena *a, uint32_t i) {
+  const rec *b = rp(a, i);
+  word_set(a, b->off_u, W_FREE | i);
+  if (b->span_u > 1) word_set(a, (uint64_t)b->off_u + b->span_u - 1u, W_FREE | W_END | i);
+}
+
+static uint64_t ld(_Atomic uint64_t *p) { return atomic_load_explicit(p, memory_order_relaxed); }
+static void st(_Atomic uint64_t *p, uint64_t v) { atomic_store_explicit(p, v, memory_order_relaxed); }
+
+static int leaf_has_starts(leaf *l) {
+  uint64_t any = 0;
+  for (unsigned k = 0; k < LEAF_UNITS / 64u; k++) any |= ld(&l->starts[k]);
+  return any != 0;
+}
+
+/* Marks (lock held) that a used block starts at unit u, and the summary levels. */
+static void start_set(md__arena *a, uint64_t u) {
+  leaf *l = leaf_of(a, u);
+  int had = leaf_has_starts(l);
+  _Atomic uint64_t *w = &l->starts[(u & LEAF_MASK) >> 6];
+  st(w, ld(w) | 1ull << (u & 63u));
+  if (had) return;
+  uint64_t i = u >> LEAF_BITS;
+  for (unsigned k = 0; k < a->n_lv; k++, i >>= 6) {
+    uint64_t v = ld(&a->lv[k][i >> 6]);
+    st(&a->lv[k][i >> 6], v | 1ull << (i & 63u));
+    if (v) break;
+  }
+}
+
+static void start_clear(md__arena *a, uint64_t u) {
+  leaf *l = leaf_of(a, u);
+  _Atomic uint64_t *w = &l->starts[(u & LEAF_MASK) >> 6];
+  st(w, ld(w) & ~(1ull << (u & 63u)));
+  if (leaf_has_starts(l)) return;
+  uint64_t i = u >> LEAF_BITS;
+  for (unsigned k = 0; k < a->n_lv; k++, i >>= 6) {
+    uint64_t v = ld(&a->lv[k][i >> 6]) & ~(1ull << (i & 63u));
+    st(&a->lv[k][i >> 6], v);
+    if (v) break;
+  }
+}
+
+static unsigned top_bit(uint64_t m) { return 63u - (unsigned)__builtin_clzll(m); }
+
+/* The greatest leaf index <= i whose `starts` has a bit, or -1. Any thread: bits of blocks
+ * that others allocate or free meanwhile may be seen or not, but those of a block that stays
+ * live, and the zeros inside it, are stable, so the answer for a unit inside such a block is
+ * exact. */
+static int64_t leaf_floor(const md__arena *a, uint64_t i) {
+  unsigned k = 0;
+  for (;;) {
+    uint64_t m = ld(&a->lv[k][i >> 6]) & (~0ull >> (63u - (i & 63u)));
+    if (m) {
+      i = (i & ~63ull) | top_bit(m);
+      break;
+    }
+    if (k + 1u >= a->n_lv || (i >> 6) == 0) return -1;
+    i = (i >> 6) - 1u;   /* the words of level k below this one: bits of level k+1 */
+    k++;
+  }
+  while (k > 0) {
+    k--;
+    uint64_t m = ld(&a->lv[k][i]);
+    if (!m) return -1;
+    i = i * 64u + top_bit(m);
+  }
+  return (int64_t)i;
+}
+
+/* The greatest unit <= u at which a used (or freeing) block starts; 0 when none. */
+static uint64_t floor_start(const md__arena *a, uint64_t u) {
+  uint64_t li = u >> LEAF_BITS;
+  leaf *l = leaf_of(a, u);
+  if (l) {
+    unsigned j = (unsigned)(u & LEAF_MASK);
+    for (int k = (int)(j >> 6); k >= 0; k--) {
+      uint64_t m = ld(&l->starts[k]);
+      if (k == (int)(j >> 6)) m &= ~0ull >> (63u - (j & 63u));
+      if (m) return li << LEAF_BITS | (uint64_t)k << 6 | top_bit(m);
+    }
+  }
+  if (li == 0) return 0;
+  int64_t f = leaf_floor(a, li - 1u);
+  if (f < 0) return 0;
+  l = leaf_of(a, (uint64_t)f << LEAF_BITS);
+  if (!l) return 0;
+  for (int k = (int)(LEAF_UNITS / 64u) - 1; k >= 0; k--) {
+    uint64_t m = ld(&l->starts[k]);
+    if (m) return (uint64_t)f << LEAF_BITS | (uint64_t)k << 6 | top_bit(m);
+  }
+  return 0;
+}
+
+/* The used block whose span contains arena offset o (any thread, no lock): its word (W_USED,
+ * ready or not) and *start, or 0. */
+static uint64_t lookup(const md__arena *a, uint64_t o, uint64_t *start) {
+  if (o < G || o >= a->reserved) return 0;
+  uint64_t u = o >> G_SHIFT, w = word_get(a, u);
+  if ((w & W_TYPE) != W_USED) {   /* o is not in the first unit of a used block */
+    u = floor_start(a, u);
+    if (!u) return 0;
+    w = word_get(a, u);
+    if ((w & W_TYPE) != W_USED || o - (u << G_SHIFT) >= span_of(w & W_SIZE)) return 0;
+  }
+  *start = u << G_SHIFT;
+  return w;
+}
+
 /* ---- segregated free lists (TLSF) ------------------------------------------------------- */
 
 static void mapping(uint64_t span, unsigned *fl, unsigned *sl) {
-  unsigned lg = 63u - (unsigned)__builtin_clzll(span);
+  unsigned lg = top_bit(span);
   *fl = lg - FL_MIN;
   *sl = (unsigned)(span >> (lg - SL_BITS)) & (SL_COUNT - 1u);
 }
 
-static void free_insert(md__arena *a, blk *b) {
+static uint64_t rspan(const md__arena *a, uint32_t i) { return (uint64_t)rp(a, i)->span_u << G_SHIFT; }
+
+static void free_insert(md__arena *a, uint32_t i) {
   unsigned fl, sl;
-  mapping(b->span, &fl, &sl);
-  b->is_free = 1;
-  b->size = 0;
-  b->h = 0;
-  b->fprev = NULL;
+  rec *b = rp(a, i);
+  mapping(rspan(a, i), &fl, &sl);
+  b->fprev = NIL;
   b->fnext = a->heads[fl][sl];
-  if (b->fnext) b->fnext->fprev = b;
-  a->heads[fl][sl] = b;
+  if (b->fnext) rp(a, b->fnext)->fprev = i;
+  a->heads[fl][sl] = i;
   a->sl_map[fl] |= 1u << sl;
   a->fl_map |= 1ull << fl;
 }
 
-static void free_remove(md__arena *a, blk *b) {
+static void free_remove(md__arena *a, uint32_t i) {
   unsigned fl, sl;
-  mapping(b->span, &fl, &sl);
-  if (b->fprev) b->fprev->fnext = b->fnext;
+  rec *b = rp(a, i);
+  mapping(rspan(a, i), &fl, &sl);
+  if (b->fprev) rp(a, b->fprev)->fnext = b->fnext;
   else a->heads[fl][sl] = b->fnext;
-  if (b->fnext) b->fnext->fprev = b->fprev;
-  b->fprev = b->fnext = NULL;
+  if (b->fnext) rp(a, b->fnext)->fprev = b->fprev;
+  b->fprev = b->fnext = NIL;
   if (!a->heads[fl][sl]) {
     a->sl_map[fl] &= ~(1u << sl);
     if (!a->sl_map[fl]) a->fl_map &= ~(1ull << fl);
   }
 }
 
-/* A free block of at least `span` bytes, or NULL. O(1) unless the only fit is a block of the
+/* A free block of at least `span` bytes, or NIL. O(1) unless the only fit is a block of the
  * request's own class that is not at the head of its list (then first fit over that list). */
-static blk *free_find(md__arena *a, uint64_t span) {
+static uint32_t free_find(const md__arena *a, uint64_t span) {
   unsigned fl, sl;
   mapping(span, &fl, &sl);
-  if (fl >= FL_COUNT) return NULL;
-  blk *own = a->heads[fl][sl];
-  if (own && own->span >= span) return own;
+  if (fl >= FL_COUNT) return NIL;
+  uint32_t own = a->heads[fl][sl];
+  if (own && rspan(a, own) >= span) return own;
   /* Every block of a higher class is larger than any span of this one. */
   uint32_t sm = sl + 1u < SL_COUNT ? a->sl_map[fl] & (~0u << (sl + 1u)) : 0u;
   if (sm) return a->heads[fl][__builtin_ctz(sm)];
@@ -149,129 +412,78 @@ static blk *free_find(md__arena *a, uint64_t span) {
     unsigned f = (unsigned)__builtin_ctzll(fm);
     return a->heads[f][__builtin_ctz(a->sl_map[f])];
   }
-  for (blk *b = own; b; b = b->fnext)
-    if (b->span >= span) return b;
-  return NULL;
+  for (uint32_t b = own; b; b = rp(a, b)->fnext)
+    if (rspan(a, b) >= span) return b;
+  return NIL;
 }
 
 /* The largest free span: the largest block of the highest non-empty class. */
 static uint64_t largest_free(const md__arena *a) {
   if (!a->fl_map) return 0;
-  unsigned f = 63u - (unsigned)__builtin_clzll(a->fl_map);
+  unsigned f = top_bit(a->fl_map);
   unsigned s = 31u - (unsigned)__builtin_clz(a->sl_map[f]);
   uint64_t best = 0;
-  for (const blk *b = a->heads[f][s]; b; b = b->fnext)
-    if (b->span > best) best = b->span;
-  return best;
-}
-
-/* ---- AVL tree of used blocks, keyed by offset ------------------------------------------- */
-
-static int32_t height(const blk *b) { return b ? b->h : 0; }
-static void fix_height(blk *b) {
-  int32_t hl = height(b->l), hr = height(b->r);
-  b->h = 1 + (hl > hr ? hl : hr);
-}
-static blk *rot_right(blk *y) {
-  blk *x = y->l;
-  y->l = x->r;
-  x->r = y;
-  fix_height(y);
-  fix_height(x);
-  return x;
-}
-static blk *rot_left(blk *x) {
-  blk *y = x->r;
-  x->r = y->l;
-  y->l = x;
-  fix_height(x);
-  fix_height(y);
-  return y;
-}
-static blk *balance(blk *n) {
-  fix_height(n);
-  int32_t bf = height(n->l) - height(n->r);
-  if (bf > 1) {
-    if (height(n->l->l) < height(n->l->r)) n->l = rot_left(n->l);
-    return rot_right(n);
-  }
-  if (bf < -1) {
-    if (height(n->r->r) < height(n->r->l)) n->r = rot_right(n->r);
-    return rot_left(n);
-  }
-  return n;
-}
-static blk *avl_insert(blk *root, blk *n) {
-  if (!root) {
-    n->l = n->r = NULL;
-    n->h = 1;
-    return n;
-  }
-  if (n->off < root->off) root->l = avl_insert(root->l, n);
-  else root->r = avl_insert(root->r, n);
-  return balance(root);
-}
-static blk *avl_remove_min(blk *n, blk **min) {
-  if (!n->l) {
-    *min = n;
-    return n->r;
-  }
-  n->l = avl_remove_min(n->l, min);
-  return balance(n);
-}
-static blk *avl_remove(blk *root, uint64_t off) {
-  if (!root) return NULL;
-  if (off < root->off) {
-    root->l = avl_remove(root->l, off);
-  } else if (off > root->off) {
-    root->r = avl_remove(root->r, off);
-  } else {
-    blk *l = root->l, *r = root->r, *m;
-    root->l = root->r = NULL;
-    if (!r) return l;
-    r = avl_remove_min(r, &m);
-    m->l = l;
-    m->r = r;
-    return balance(m);
-  }
-  return balance(root);
-}
-/* The used block with the greatest offset <= off, or NULL. */
-static blk *avl_floor(blk *n, uint64_t off) {
-  blk *best = NULL;
-  while (n) {
-    if (n->off <= off) {
-      best = n;
-      n = n->r;
-    } else {
-      n = n->l;
-    }
-  }
+  for (uint32_t b = a->heads[f][s]; b; b = rp(a, b)->fnext)
+    if (rspan(a, b) > best) best = rspan(a, b);
   return best;
 }
 
 /* ---- arena bytes ------------------------------------------------------------------------ */
 
-/* First byte in [from, to) that is not `byte`, or `to`. Word at a time on the aligned part. */
-static uint64_t scan_not(const md__arena *a, uint64_t from, uint64_t to, uint8_t byte) {
-  const uint8_t *p = a->base;
-  uint64_t w = 0x0101010101010101ull * byte;
+/* Red-zone bytes are read and repaired with atomic accesses: checks read them without the
+ * lock while another thread may repair the same zone under it. */
+static uint8_t zb(const md__arena *a, uint64_t i) { return __atomic_load_n(a->base + i, __ATOMIC_RELAXED); }
+
+/* First byte in [from, to) that is not the red-zone pattern, or `to`. */
+static uint64_t zone_scan(const md__arena *a, uint64_t from, uint64_t to) {
+  /* The common case, an intact zone: its aligned words without a branch per word. */
+  uint64_t lo = (from + 7u) & ~(uint64_t)7, hi = to & ~(uint64_t)7;
+  if (lo < hi) {
+    uint64_t diff = 0;
+    for (uint64_t w = lo; w < hi; w += 8)
+      diff |= __atomic_load_n((const uint64_t *)(const void *)(a->base + w), __ATOMIC_RELAXED) ^ REDZONE64;
+    for (uint64_t b = from; b < lo; b++) diff |= zb(a, b) ^ MD__ARENA_REDZONE_BYTE;
+    for (uint64_t b = hi; b < to; b++) diff |= zb(a, b) ^ MD__ARENA_REDZONE_BYTE;
+    if (!diff) return to;
+  }
   uint64_t i = from;
   for (; i < to && (i & 7u); i++)
-    if (p[i] != byte) return i;
-  for (; i + 8 <= to; i += 8) {
-    uint64_t v;
-    memcpy(&v, p + i, 8);
-    if (v != w) break;
-  }
+    if (zb(a, i) != MD__ARENA_REDZONE_BYTE) return i;
+  for (; i + 8 <= to; i += 8)
+    if (__atomic_load_n((const uint64_t *)(const void *)(a->base + i), __ATOMIC_RELAXED) != REDZONE64) break;
   for (; i < to; i++)
-    if (p[i] != byte) return i;
+    if (zb(a, i) != MD__ARENA_REDZONE_BYTE) return i;
   return to;
+}
+
+/* Rewrites the pattern over [from, to) where it is damaged (nothing is written otherwise). */
+static void zone_restore(md__arena *a, uint64_t from, uint64_t to) {
+  for (uint64_t i = zone_scan(a, from, to); i < to; i++)
+    if (zb(a, i) != MD__ARENA_REDZONE_BYTE) __atomic_store_n(a->base + i, (uint8_t)MD__ARENA_REDZONE_BYTE, __ATOMIC_RELAXED);
+}
+
+/* Writes poison over the red-zone bytes [from, to) with atomic stores: a full check may be
+ * reading them (it skips the block once it sees the free's claim, and confirms under the lock
+ * anything it found). */
+static void zone_poison(md__arena *a, uint64_t from, uint64_t to) {
+  uint64_t i = from;
+  for (; i < to && (i & 7u); i++) __atomic_store_n(a->base + i, (uint8_t)MD__ARENA_POISON_BYTE, __ATOMIC_RELAXED);
+  for (; i + 8 <= to; i += 8) __atomic_store_n((uint64_t *)(void *)(a->base + i), POISON64, __ATOMIC_RELAXED);
+  for (; i < to; i++) __atomic_store_n(a->base + i, (uint8_t)MD__ARENA_POISON_BYTE, __ATOMIC_RELAXED);
 }
 
 /* First byte in [from, to) that is neither 0 nor poison, or `to`. */
 static uint64_t scan_not_free(const md__arena *a, uint64_t from, uint64_t to) {
   const uint8_t *p = a->base;
+  if (((from | to) & 7u) == 0) {   /* the common case, a clean span: no branch per word */
+    uint64_t bad = 0;
+    for (uint64_t i = from; i < to; i += 8) {
+      uint64_t v;
+      memcpy(&v, p + i, 8);
+      bad |= (uint64_t)(v != 0) & (uint64_t)(v != POISON64);
+    }
+    if (!bad) return to;
+  }
   for (uint64_t i = from; i < to;) {
     if ((i & 7u) == 0 && i + 8 <= to) {
       uint64_t v;
@@ -287,11 +499,12 @@ static uint64_t scan_not_free(const md__arena *a, uint64_t from, uint64_t to) {
   return to;
 }
 
-/* Makes [off, off+len) read as `byte`: memset, or for long ranges with byte 0 or poison,
- * madvise(MADV_DONTNEED) on the whole pages (they then read 0, which a free block allows) and
- * memset on the edges. Zero-fill needs 0 exactly; poison accepts 0 on released pages. */
-static void fill(md__arena *a, uint64_t off, uint64_t len, uint8_t byte) {
-  if (len >= MD__ARENA_MADVISE_MIN) {
+/* Makes [off, off+len) read as `byte`: memset, or for long ranges (`large`) with byte 0 or
+ * poison, madvise(MADV_DONTNEED) on the whole pages (they then read 0, which a free block
+ * allows) and memset on the edges. Zero-fill needs 0 exactly; poison accepts 0 on released
+ * pages. */
+static void fill(md__arena *a, uint64_t off, uint64_t len, uint8_t byte, int large) {
+  if (large) {
     uint64_t lo = round_up(off, a->page), hi = (off + len) / a->page * a->page;
     if (hi > lo && madvise(a->base + lo, hi - lo, MADV_DONTNEED) == 0) {
       memset(a->base + off, byte, lo - off);
@@ -304,23 +517,59 @@ static void fill(md__arena *a, uint64_t off, uint64_t len, uint8_t byte) {
 
 /* ---- create / destroy ------------------------------------------------------------------- */
 
+void md__arena_destroy(md__arena *a) {
+  if (!a) return;
+  if (a->dir)
+    for (uint64_t i = 0; i < a->n_leaves; i++) free(atomic_load_explicit(&a->dir[i], memory_order_relaxed));
+  free((void *)a->dir);
+  for (unsigned k = 0; k < a->n_lv; k++) free((void *)a->lv[k]);
+  for (uint64_t i = 0; i < a->n_chunks; i++) free(a->chunks[i]);
+  free(a->chunks);
+  if (a->base) munmap(a->base, a->reserved);
+  pthread_mutex_destroy(&a->lock);
+  pthread_mutex_destroy(&a->report_lock);
+  free(a);
+}
+
 md_status md__arena_create(uint64_t limit, uint64_t tag, md__arena **out, char *err, size_t errlen) {
   *out = NULL;
   if (limit == 0) limit = MD__ARENA_DEFAULT_LIMIT;
   if (limit > MD__ARENA_MAX_LIMIT) limit = MD__ARENA_MAX_LIMIT;
-  md__arena *a = calloc(1, sizeof *a);
-  blk *b = calloc(1, sizeof *b);
-  if (!a || !b) {
-    free(a);
-    free(b);
+  md__arena *a = aligned_alloc(_Alignof(md__arena), sizeof *a);
+  if (a) memset(a, 0, sizeof *a);
+  if (!a) {
     if (err && errlen) snprintf(err, errlen, "sim: out of host memory for the arena");
     return MD_DEVICE_UNAVAILABLE;
   }
+  pthread_mutex_init(&a->lock, NULL);
+  pthread_mutex_init(&a->report_lock, NULL);
   a->limit = limit;
   a->reserved = round_up(limit, G) + 2 * G;
+  a->units = a->reserved >> G_SHIFT;
   a->tag = tag;
   long pg = sysconf(_SC_PAGESIZE);
   a->page = pg > 0 ? (uint64_t)pg : 4096u;
+
+  int ok = 1;
+  a->n_leaves = (a->units + LEAF_UNITS - 1) >> LEAF_BITS;
+  a->dir = calloc(a->n_leaves, sizeof *a->dir);
+  ok = a->dir != NULL;
+  for (uint64_t bits = a->n_leaves; ok;) {
+    uint64_t words = (bits + 63) / 64;
+    a->lv[a->n_lv] = calloc(words, sizeof *a->lv[0]);
+    ok = a->lv[a->n_lv] != NULL;
+    a->n_lv += ok;
+    if (words == 1 || a->n_lv == MAX_LV) break;
+    bits = words;
+  }
+  a->max_chunks = (a->units + 2 + REC_CHUNK - 1) >> REC_CHUNK_BITS;
+  if (ok) ok = (a->chunks = calloc(a->max_chunks, sizeof *a->chunks)) != NULL;
+  a->rec_next = 1;   /* record 0 is NIL */
+  if (!ok || rec_reserve(a) != 0 || !leaf_make(a, 1) || !leaf_make(a, a->units - 1)) {
+    md__arena_destroy(a);
+    if (err && errlen) snprintf(err, errlen, "sim: out of host memory for the arena");
+    return MD_DEVICE_UNAVAILABLE;
+  }
   void *m = mmap(NULL, a->reserved, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                  -1, 0);
   if (m == MAP_FAILED) {
@@ -328,35 +577,21 @@ md_status md__arena_create(uint64_t limit, uint64_t tag, md__arena **out, char *
     if (err && errlen)
       snprintf(err, errlen, "sim: cannot reserve %" PRIu64 " bytes of device memory: %s", a->reserved,
                strerror(e));
-    free(a);
-    free(b);
+    md__arena_destroy(a);
     return MD_DEVICE_UNAVAILABLE;
   }
   a->base = m;
-  pthread_rwlock_init(&a->lock, NULL);
-  pthread_mutex_init(&a->report_lock, NULL);
   memset(a->base, MD__ARENA_REDZONE_BYTE, G);   /* the guard: front red zone of block 1 */
-  b->off = G;
-  b->span = a->reserved - G;
-  a->first = b;
-  free_insert(a, b);
-  a->bytes_free = b->span;
+  uint32_t first = rec_new(a);
+  *rp(a, first) = (rec){.off_u = 1, .span_u = (uint32_t)(a->units - 1)};
+  free_words(a, first);
+  free_insert(a, first);
+  a->n_blocks = 1;
+  a->bytes_free = a->reserved - G;
   a->free_blocks = 1;
   a->hwm = G;
   *out = a;
   return MD_NONE;
-}
-
-void md__arena_destroy(md__arena *a) {
-  if (!a) return;
-  for (blk *b = a->first, *n; b; b = n) {
-    n = b->next;
-    free(b);
-  }
-  munmap(a->base, a->reserved);
-  pthread_rwlock_destroy(&a->lock);
-  pthread_mutex_destroy(&a->report_lock);
-  free(a);
 }
 
 void *md__arena_host(md__arena *a, uint64_t off) { return a->base + off; }
@@ -371,29 +606,30 @@ md_status md__arena_alloc(md__arena *a, uint64_t bytes, uint64_t *off) {
     atomic_fetch_add_explicit(&a->refused_persistent, 1, memory_order_relaxed);
     return MD_RESOURCE_EXHAUSTED_PERSISTENT;
   }
-  uint64_t span = round_up(bytes + R, G);
-  blk *rest = malloc(sizeof *rest);   /* outside the lock; freed again if not needed */
-  if (!rest) {
+  uint64_t span = round_up(bytes + R, G), span_u = span >> G_SHIFT;
+  lock_hot(a);
+  uint32_t bi = free_find(a, span);
+  int split = bi && rp(a, bi)->span_u > span_u;
+  /* A split adds a block: room for its record (see rec_reserve), and the leaves of the rest's
+   * start and of this block's last unit (where its free may write an end tag). */
+  if (split && (rec_reserve(a) != 0 || !leaf_make(a, rp(a, bi)->off_u + span_u) ||
+                !leaf_make(a, rp(a, bi)->off_u + span_u - 1u)))
+    bi = NIL;
+  if (!bi) {
+    pthread_mutex_unlock(&a->lock);
     atomic_fetch_add_explicit(&a->refused_transient, 1, memory_order_relaxed);
     return MD_RESOURCE_EXHAUSTED_TRANSIENT;
   }
-  pthread_rwlock_wrlock(&a->lock);
-  blk *b = free_find(a, span);
-  if (!b) {
-    pthread_rwlock_unlock(&a->lock);
-    free(rest);
-    atomic_fetch_add_explicit(&a->refused_transient, 1, memory_order_relaxed);
-    return MD_RESOURCE_EXHAUSTED_TRANSIENT;
-  }
-  free_remove(a, b);
-  uint64_t s = b->off, hwm = a->hwm, end = s + span;
+  rec *b = rp(a, bi);
+  free_remove(a, bi);
+  uint64_t u = b->off_u, s = u << G_SHIFT, hwm = a->hwm, end = s + span;
   /* The last R bytes of a span followed by another block are that block's front red zone, so
    * they hold the pattern before the lock is released: a block carved next from the rest of
    * this free block may be checked before this one is filled. A span taking the whole free
    * block finds the pattern there already (the free block's tail); a split writes it here. */
   uint64_t own_end = end < a->reserved ? end - R : end, tail_bad = end;
   uint8_t tail_byte = 0;
-  if (b->span > span) {
+  if (split) {
     uint64_t tail_to = end < hwm ? end : hwm;
     if (span < MD__ARENA_MADVISE_MIN && own_end < tail_to) {
       tail_bad = scan_not_free(a, own_end, tail_to);
@@ -401,23 +637,18 @@ md_status md__arena_alloc(md__arena *a, uint64_t bytes, uint64_t *off) {
       else tail_bad = end;
     }
     memset(a->base + own_end, MD__ARENA_REDZONE_BYTE, R);
-    memset(rest, 0, sizeof *rest);
-    rest->off = b->off + span;
-    rest->span = b->span - span;
-    rest->prev = b;
-    rest->next = b->next;
-    if (b->next) b->next->prev = rest;
-    b->next = rest;
-    b->span = span;
-    free_insert(a, rest);
-    rest = NULL;
+    b->off_u = (uint32_t)(u + span_u);   /* the record stays with the rest */
+    b->span_u -= (uint32_t)span_u;
+    free_words(a, bi);
+    free_insert(a, bi);
+    a->n_blocks++;
   } else {
+    if (span_u > 1) word_set(a, u + span_u - 1u, 0);   /* its end tag */
+    rec_release(a, bi);
     a->free_blocks--;
   }
-  b->is_free = 0;
-  b->size = bytes;
-  atomic_store_explicit(&b->ready, 0, memory_order_relaxed);
-  a->root = avl_insert(a->root, b);
+  word_set(a, u, W_USED | bytes);   /* not ready: checks skip it, frees refuse it */
+  start_set(a, u);
   a->allocs++;
   a->live_blocks++;
   a->bytes_live += bytes;
@@ -425,8 +656,7 @@ md_status md__arena_alloc(md__arena *a, uint64_t bytes, uint64_t *off) {
   a->span_live += span;
   a->bytes_free -= span;
   if (end > a->hwm) a->hwm = end;
-  pthread_rwlock_unlock(&a->lock);
-  free(rest);
+  pthread_mutex_unlock(&a->lock);
 
   /* [s, own_end) is ours alone now (nobody else knows its offset yet, and checks skip a
    * block that is not ready), so it is checked and filled without the lock. */
@@ -442,126 +672,150 @@ md_status md__arena_alloc(md__arena *a, uint64_t bytes, uint64_t *off) {
              a->tag | bad, bad >= own_end ? tail_byte : a->base[bad], a->tag | s, bytes);
     }
   }
-  fill(a, s, bytes, 0);
+  fill(a, s, bytes, 0, bytes >= MD__ARENA_MADVISE_MIN);
   memset(a->base + s + bytes, MD__ARENA_REDZONE_BYTE, own_end - (s + bytes));
-  atomic_store_explicit(&b->ready, 1, memory_order_release);
+  /* Nobody else writes the word of a block that is not ready (a free refuses it). */
+  word_set(a, u, W_USED | W_READY | bytes);
   *off = s;
   return MD_NONE;
 }
 
-/* Checks one red zone; returns 1 when damaged, and unless quiet reports it (message also to
- * out). */
-static int check_zone(md__arena *a, const blk *b, int front, int quiet, char *out, size_t outlen) {
-  uint64_t from = front ? b->off - R : b->off + b->size;
-  uint64_t to = front ? b->off : b->off + b->span;
-  uint64_t bad = scan_not(a, from, to, MD__ARENA_REDZONE_BYTE);
+/* Checks one red zone of the used block at s with `size` payload bytes; returns 1 when
+ * damaged, and unless quiet reports it (message also to out). Any thread. */
+static int check_zone(md__arena *a, uint64_t s, uint64_t size, int front, int quiet, char *out, size_t outlen) {
+  uint64_t from = front ? s - R : s + size;
+  uint64_t to = front ? s : s + span_of(size);
+  uint64_t bad = zone_scan(a, from, to);
   if (bad == to) return 0;
   if (quiet) return 1;
   uint64_t n = 0;
-  for (uint64_t i = bad; i < to; i++) n += a->base[i] != MD__ARENA_REDZONE_BYTE;
+  for (uint64_t i = bad; i < to; i++) n += zb(a, i) != MD__ARENA_REDZONE_BYTE;
   if (front) {
-    const blk *p = b->prev;
     char also[96] = "";
-    if (p && !p->is_free)
+    uint64_t pu = s > G ? floor_start(a, (s >> G_SHIFT) - 1u) : 0, pw = pu ? word_get(a, pu) : 0;
+    if ((pw & W_USED) && (pu << G_SHIFT) + span_of(pw & W_SIZE) == s)   /* used or being freed */
       snprintf(also, sizeof also, " (or past the end of allocation 0x%" PRIx64 ", size %" PRIu64 ")",
-               a->tag | p->off, p->size);
+               a->tag | pu << G_SHIFT, pw & W_SIZE);
     report(a, out, outlen,
            "sim: red zone hit: %" PRIu64 " byte(s) written before the start of allocation 0x%" PRIx64
            " (size %" PRIu64 "), first at -%" PRIu64 "%s",
-           n, a->tag | b->off, b->size, b->off - bad, also);
+           n, a->tag | s, size, s - bad, also);
   } else {
     report(a, out, outlen,
            "sim: red zone hit: %" PRIu64 " byte(s) written past the end of allocation 0x%" PRIx64
            " (size %" PRIu64 "), first at +%" PRIu64 " (byte 0x%02x)",
-           n, a->tag | b->off, b->size, bad - b->off, a->base[bad]);
+           n, a->tag | s, size, bad - s, zb(a, bad));
   }
   return 1;
 }
 
 int md__arena_free(md__arena *a, uint64_t off) {
-  pthread_rwlock_wrlock(&a->lock);
-  blk *b = avl_floor(a->root, off);
-  if (!b || b->off != off) {
+  /* Claim the block without the lock: one of two racing frees wins, and from here on lookups
+   * and checks see it as gone. A block not yet ready has not been handed out. */
+  uint64_t u = off >> G_SHIFT, w = 0;
+  int claimed = 0;
+  if ((off & (G - 1)) == 0 && off >= G && off < a->reserved) {
+    leaf *l = leaf_of(a, u);
+    if (l) {
+      _Atomic uint64_t *wp = &l->word[u & LEAF_MASK];
+      w = atomic_load_explicit(wp, memory_order_acquire);
+      while ((w & W_TYPE) == W_USED && (w & W_READY) && !claimed)
+        claimed = atomic_compare_exchange_weak_explicit(wp, &w, (w & ~W_TYPE) | W_FREEING, memory_order_acq_rel,
+                                                        memory_order_acquire);
+    }
+  }
+  if (!claimed) {
     atomic_fetch_add_explicit(&a->bad_frees, 1, memory_order_relaxed);
-    if (b && off < b->off + b->size)
+    uint64_t s = 0, bw = lookup(a, off, &s);
+    if (bw && s != off && off < s + (bw & W_SIZE))
       report(a, NULL, 0,
-             "sim: bad free of 0x%" PRIx64 ": inside allocation 0x%" PRIx64 " (size %" PRIu64
-             "), not its start",
-             a->tag | off, a->tag | b->off, b->size);
+             "sim: bad free of 0x%" PRIx64 ": inside allocation 0x%" PRIx64 " (size %" PRIu64 "), not its start",
+             a->tag | off, a->tag | s, bw & W_SIZE);
     else
       report(a, NULL, 0, "sim: bad free of 0x%" PRIx64 ": not a live allocation (double free, or never allocated)",
              a->tag | off);
-    pthread_rwlock_unlock(&a->lock);
     return -1;
   }
-  uint64_t hits = (uint64_t)check_zone(a, b, 1, 0, NULL, 0) + (uint64_t)check_zone(a, b, 0, 0, NULL, 0);
+  uint64_t size = w & W_SIZE, span = span_of(size), end = off + span;
+  uint64_t own_end = end < a->reserved ? end - R : end;
+  /* The block is ours: check its red zones and poison it without the lock. Its last R bytes
+   * are the next block's front red zone while a used block follows: they are left as they
+   * are, and poisoned under the lock if the next block turns out to be free. */
+  uint64_t hits = (uint64_t)check_zone(a, off, size, 1, 0, NULL, 0) + (uint64_t)check_zone(a, off, size, 0, 0, NULL, 0);
   if (hits) atomic_fetch_add_explicit(&a->redzone_hits, hits, memory_order_relaxed);
-  a->root = avl_remove(a->root, off);
+  fill(a, off, size, MD__ARENA_POISON_BYTE, span >= MD__ARENA_MADVISE_MIN);
+  zone_poison(a, off + size, own_end);
+
+  lock_hot(a);
   a->frees++;
   a->live_blocks--;
-  a->bytes_live -= b->size;
-  a->span_live -= b->span;
-  a->bytes_free += b->span;
+  a->bytes_live -= size;
+  a->span_live -= span;
+  a->bytes_free += span;
   a->free_blocks++;
-  fill(a, b->off, b->span, MD__ARENA_POISON_BYTE);
-  blk *p = b->prev, *n = b->next;
-  if (p && p->is_free) {              /* p's red-zone tail is now inside a free block */
-    free_remove(a, p);
-    memset(a->base + p->off + p->span - R, MD__ARENA_POISON_BYTE, R);
-    p->span += b->span;
-    p->next = n;
-    if (n) n->prev = p;
-    free(b);
-    b = p;
+  start_clear(a, u);
+  /* Coalesce: the free block before (its last unit is u - 1: a start word of a one-unit
+   * block, or an end tag) and the free block after (its start word at the end unit). */
+  uint64_t start_u = u, end_u = end >> G_SHIFT;
+  uint32_t ri = NIL;
+  uint64_t pw = word_get(a, u - 1u);   /* unit 0 (the guard) has word 0 */
+  if (is_free_word(pw)) {              /* p's tail, this block's front red zone, is now free inside */
+    ri = (uint32_t)(pw & W_REC);
+    rec *p = rp(a, ri);
+    free_remove(a, ri);
+    memset(a->base + off - R, MD__ARENA_POISON_BYTE, R);
+    if (p->span_u > 1) word_set(a, u - 1u, 0);   /* p's end tag */
+    word_set(a, u, 0);
+    start_u = p->off_u;
     a->free_blocks--;
+    a->n_blocks--;
   }
-  if (n && n->is_free) {              /* n keeps its own tail, which is now b's */
-    free_remove(a, n);
-    b->span += n->span;
-    b->next = n->next;
-    if (n->next) n->next->prev = b;
-    free(n);
+  uint64_t nw = end_u < a->units ? word_get(a, end_u) : 0;
+  if (is_free_word(nw)) {              /* n keeps its own tail, which is now this block's */
+    uint32_t ni = (uint32_t)(nw & W_REC);
+    rec *n = rp(a, ni);
+    free_remove(a, ni);
+    memset(a->base + own_end, MD__ARENA_POISON_BYTE, R);
+    word_set(a, end_u, 0);
+    end_u += n->span_u;
+    if (ri) rec_release(a, ni);
+    else ri = ni;
     a->free_blocks--;
+    a->n_blocks--;
   }
-  if (b->off + b->span < a->reserved)  /* the next block is used: this is its front red zone */
-    memset(a->base + b->off + b->span - R, MD__ARENA_REDZONE_BYTE, R);
-  free_insert(a, b);
-  pthread_rwlock_unlock(&a->lock);
+  if (!ri) ri = rec_new(a);   /* alloc kept room for it */
+  *rp(a, ri) = (rec){.off_u = (uint32_t)start_u, .span_u = (uint32_t)(end_u - start_u)};
+  free_words(a, ri);
+  if (end_u < a->units)   /* the next block is not free: this is its front red zone */
+    zone_restore(a, (end_u << G_SHIFT) - R, end_u << G_SHIFT);
+  free_insert(a, ri);
+  pthread_mutex_unlock(&a->lock);
   return 0;
 }
 
 /* ---- lookups ---------------------------------------------------------------------------- */
 
 int md__arena_find(md__arena *a, uint64_t off, md__arena_alloc_info *out) {
-  pthread_rwlock_rdlock(&a->lock);
-  blk *b = avl_floor(a->root, off);
-  int found = b && off < b->off + b->size;
-  if (found) {
-    out->off = b->off;
-    out->size = b->size;
-  }
-  pthread_rwlock_unlock(&a->lock);
-  return found;
+  uint64_t s = 0, w = lookup(a, off, &s);
+  if (!w || off >= s + (w & W_SIZE)) return 0;
+  out->off = s;
+  out->size = w & W_SIZE;
+  return 1;
 }
 
 md__arena_where md__arena_locate(md__arena *a, uint64_t off, md__arena_alloc_info *out) {
   if (off < G || off >= a->reserved) return MD__ARENA_AT_OUTSIDE;
-  pthread_rwlock_rdlock(&a->lock);
-  blk *b = avl_floor(a->root, off);
-  md__arena_where w = MD__ARENA_AT_FREE;
-  if (b && off < b->off + b->span) {
-    w = off < b->off + b->size ? MD__ARENA_AT_PAYLOAD : MD__ARENA_AT_REDZONE;
-    out->off = b->off;
-    out->size = b->size;
-  }
-  pthread_rwlock_unlock(&a->lock);
-  return w;
+  uint64_t s = 0, w = lookup(a, off, &s);
+  if (!w) return MD__ARENA_AT_FREE;
+  out->off = s;
+  out->size = w & W_SIZE;
+  return off < s + out->size ? MD__ARENA_AT_PAYLOAD : MD__ARENA_AT_REDZONE;
 }
 
 /* ---- checks ----------------------------------------------------------------------------- */
 
-/* A damaged zone found under the read lock, to be confirmed, reported and repaired under the
- * write lock (so that two threads that see the same damage count it once). */
+/* A damaged zone found without the lock, to be confirmed, reported and repaired under it (so
+ * that two threads that see the same damage count it once). */
 typedef struct hit {
   uint64_t off;     /* block offset */
   int kind;         /* 0: front red zone, 1: back red zone, 2: free block poison */
@@ -586,108 +840,124 @@ static void hits_add(hits *h, uint64_t off, int kind) {
   h->v[h->n++] = (hit){off, kind};
 }
 
-/* Free block b: the part that must be 0/poison, below the high-water mark. */
-static void free_body(const md__arena *a, const blk *b, uint64_t *from, uint64_t *to) {
-  uint64_t end = b->off + b->span;
-  if (end < a->reserved) end -= R;
-  if (end > a->hwm) end = a->hwm;
-  *from = b->off;
-  *to = end > b->off ? end : b->off;
-}
-
-/* Under the write lock: confirms each hit, reports, repairs. Returns the confirmed count. */
-static uint64_t hits_settle(md__arena *a, hits *h, char *msg, size_t len) {
-  if (!h->n) return 0;
-  uint64_t confirmed = 0, poison = 0;
-  pthread_rwlock_wrlock(&a->lock);
-  for (size_t i = 0; i < h->n; i++) {
-    blk *b;
-    char *out = confirmed + poison == 0 ? msg : NULL;   /* the first hit's message */
-    if (h->v[i].kind == 2) {
-      /* Free blocks are not in the tree: walk from the nearest used block. */
-      blk *u = avl_floor(a->root, h->v[i].off);
-      b = u ? u->next : a->first;
-      if (!b || b->off != h->v[i].off || !b->is_free) continue;
-      uint64_t from, to;
-      free_body(a, b, &from, &to);
-      uint64_t bad = scan_not_free(a, from, to);
-      if (bad == to) continue;
-      report(a, out, len,
-             "sim: poison hit: freed device memory at 0x%" PRIx64 " was written after it was freed "
-             "(byte 0x%02x, free block 0x%" PRIx64 " of %" PRIu64 " bytes)",
-             a->tag | bad, a->base[bad], a->tag | b->off, b->span);
-      for (uint64_t j = bad; j < to; j++)
-        if (a->base[j] != 0) a->base[j] = MD__ARENA_POISON_BYTE;
-      poison++;
-    } else {
-      b = avl_floor(a->root, h->v[i].off);
-      if (!b || b->off != h->v[i].off || !atomic_load_explicit(&b->ready, memory_order_acquire)) continue;
-      int front = h->v[i].kind == 0;
-      if (!check_zone(a, b, front, 0, out, len)) continue;
-      if (front) memset(a->base + b->off - R, MD__ARENA_REDZONE_BYTE, R);
-      else memset(a->base + b->off + b->size, MD__ARENA_REDZONE_BYTE, b->span - b->size);
-      confirmed++;
-    }
-  }
-  pthread_rwlock_unlock(&a->lock);
-  if (confirmed) atomic_fetch_add_explicit(&a->redzone_hits, confirmed, memory_order_relaxed);
-  if (poison) atomic_fetch_add_explicit(&a->poison_hits, poison, memory_order_relaxed);
-  if (h->v != h->local) free(h->v);
-  return confirmed + poison;
-}
-
 static void hits_init(hits *h) {
   h->v = h->local;
   h->n = 0;
   h->cap = sizeof h->local / sizeof h->local[0];
 }
 
+/* Free block record i (lock held): the part that must be 0/poison, below the high-water mark. */
+static void free_body(const md__arena *a, uint32_t i, uint64_t *from, uint64_t *to) {
+  const rec *b = rp(a, i);
+  uint64_t off = (uint64_t)b->off_u << G_SHIFT, end = off + rspan(a, i);
+  if (end < a->reserved) end -= R;
+  if (end > a->hwm) end = a->hwm;
+  *from = off;
+  *to = end > off ? end : off;
+}
+
+/* Lock held: confirms each hit, reports, repairs. Returns the confirmed count. */
+static uint64_t hits_settle_locked(md__arena *a, hits *h, char *msg, size_t len) {
+  uint64_t confirmed = 0, poison = 0;
+  for (size_t i = 0; i < h->n; i++) {
+    uint64_t off = h->v[i].off, u = off >> G_SHIFT, w = word_get(a, u);
+    char *out = confirmed + poison == 0 ? msg : NULL;   /* the first hit's message */
+    if (h->v[i].kind == 2) {
+      if (!is_free_word(w) || (w & W_END)) continue;
+      uint32_t bi = (uint32_t)(w & W_REC);
+      uint64_t from, to;
+      free_body(a, bi, &from, &to);
+      uint64_t bad = scan_not_free(a, from, to);
+      if (bad == to) continue;
+      report(a, out, len,
+             "sim: poison hit: freed device memory at 0x%" PRIx64 " was written after it was freed "
+             "(byte 0x%02x, free block 0x%" PRIx64 " of %" PRIu64 " bytes)",
+             a->tag | bad, a->base[bad], a->tag | off, rspan(a, bi));
+      for (uint64_t j = bad; j < to; j++)
+        if (a->base[j] != 0) a->base[j] = MD__ARENA_POISON_BYTE;
+      poison++;
+    } else {
+      if ((w & W_TYPE) != W_USED || !(w & W_READY)) continue;
+      uint64_t size = w & W_SIZE;
+      int front = h->v[i].kind == 0;
+      if (!check_zone(a, off, size, front, 0, out, len)) continue;
+      if (front) zone_restore(a, off - R, off);
+      else zone_restore(a, off + size, off + span_of(size));
+      confirmed++;
+    }
+  }
+  if (confirmed) atomic_fetch_add_explicit(&a->redzone_hits, confirmed, memory_order_relaxed);
+  if (poison) atomic_fetch_add_explicit(&a->poison_hits, poison, memory_order_relaxed);
+  return confirmed + poison;
+}
+
+static uint64_t hits_settle(md__arena *a, hits *h, char *msg, size_t len) {
+  if (!h->n) return 0;
+  lock_hot(a);
+  uint64_t n = hits_settle_locked(a, h, msg, len);
+  pthread_mutex_unlock(&a->lock);
+  if (h->v != h->local) free(h->v);
+  return n;
+}
+
 uint64_t md__arena_check(md__arena *a, const uint64_t *offs, size_t n, char *msg, size_t len) {
   hits h;
   hits_init(&h);
   /* Duplicates are skipped among the first few only: a zone found twice is settled once. */
-  const blk *seen[16];
+  uint64_t seen[16];
   size_t n_seen = 0;
-  pthread_rwlock_rdlock(&a->lock);
   for (size_t i = 0; i < n; i++) {
-    blk *b = avl_floor(a->root, offs[i]);
-    if (!b || offs[i] >= b->off + b->span || !atomic_load_explicit(&b->ready, memory_order_acquire))
-      continue;
+    uint64_t s = 0, w = lookup(a, offs[i], &s);
+    if (!w || !(w & W_READY)) continue;
     int dup = 0;
-    for (size_t j = 0; j < n_seen && !dup; j++) dup = seen[j] == b;
+    for (size_t j = 0; j < n_seen && !dup; j++) dup = seen[j] == s;
     if (dup) continue;
-    if (n_seen < sizeof seen / sizeof seen[0]) seen[n_seen++] = b;
-    if (check_zone(a, b, 1, 1, NULL, 0)) hits_add(&h, b->off, 0);
-    if (check_zone(a, b, 0, 1, NULL, 0)) hits_add(&h, b->off, 1);
+    if (n_seen < sizeof seen / sizeof seen[0]) seen[n_seen++] = s;
+    uint64_t size = w & W_SIZE;
+    if (check_zone(a, s, size, 1, 1, NULL, 0)) hits_add(&h, s, 0);
+    if (check_zone(a, s, size, 0, 1, NULL, 0)) hits_add(&h, s, 1);
   }
-  pthread_rwlock_unlock(&a->lock);
   return hits_settle(a, &h, msg, len);
 }
 
 uint64_t md__arena_check_all(md__arena *a, char *msg, size_t len) {
   hits h;
   hits_init(&h);
-  pthread_rwlock_rdlock(&a->lock);
+  lock_cold(a);
   /* Each byte once: back zones of used blocks, the guard as the first block's front zone, a
-   * free block's body (its tail is the next block's front zone, which is checked as such). */
-  for (blk *b = a->first; b; b = b->next) {
-    if (b->is_free) {
+   * free block's body (its tail is the next block's front zone, which is checked as such).
+   * Blocks being freed (their poisoning runs without the lock) and blocks not yet ready are
+   * skipped. */
+  for (uint64_t u = 1; u < a->units;) {
+    uint64_t w = word_get(a, u), s = u << G_SHIFT, span_u;
+    if (is_free_word(w)) {
+      uint32_t bi = (uint32_t)(w & W_REC);
       uint64_t from, to;
-      free_body(a, b, &from, &to);
-      if (scan_not_free(a, from, to) < to) hits_add(&h, b->off, 2);
-      continue;
+      free_body(a, bi, &from, &to);
+      if (scan_not_free(a, from, to) < to) hits_add(&h, s, 2);
+      span_u = rp(a, bi)->span_u;
+    } else {   /* used, or being freed */
+      uint64_t size = w & W_SIZE;
+      if ((w & W_TYPE) == W_USED && (w & W_READY)) {
+        /* The front zone is the previous block's tail: checked here only when that block is
+         * free (or the guard); a used one's back zone check covers it. */
+        if ((u == 1 || is_free_word(word_get(a, u - 1u))) && check_zone(a, s, size, 1, 1, NULL, 0))
+          hits_add(&h, s, 0);
+        if (check_zone(a, s, size, 0, 1, NULL, 0)) hits_add(&h, s, 1);
+      }
+      span_u = span_of(size) >> G_SHIFT;
     }
-    if (!atomic_load_explicit(&b->ready, memory_order_acquire)) continue;
-    if ((!b->prev || b->prev->is_free) && check_zone(a, b, 1, 1, NULL, 0)) hits_add(&h, b->off, 0);
-    if (check_zone(a, b, 0, 1, NULL, 0)) hits_add(&h, b->off, 1);
+    u += span_u;
   }
-  pthread_rwlock_unlock(&a->lock);
-  return hits_settle(a, &h, msg, len);
+  uint64_t n = h.n ? hits_settle_locked(a, &h, msg, len) : 0;
+  pthread_mutex_unlock(&a->lock);
+  if (h.v != h.local) free(h.v);
+  return n;
 }
 
 void md__arena_stats_get(md__arena *a, md__arena_stats *out) {
   memset(out, 0, sizeof *out);
-  pthread_rwlock_rdlock(&a->lock);
+  lock_cold(a);
   out->limit = a->limit;
   out->reserved = a->reserved;
   out->allocs = a->allocs;
@@ -699,7 +969,7 @@ void md__arena_stats_get(md__arena *a, md__arena_stats *out) {
   out->bytes_free = a->bytes_free;
   out->free_blocks = a->free_blocks;
   out->largest_free = largest_free(a);
-  pthread_rwlock_unlock(&a->lock);
+  pthread_mutex_unlock(&a->lock);
   out->refused_persistent = atomic_load_explicit(&a->refused_persistent, memory_order_relaxed);
   out->refused_transient = atomic_load_explicit(&a->refused_transient, memory_order_relaxed);
   out->bad_frees = atomic_load_explicit(&a->bad_frees, memory_order_relaxed);

@@ -19,12 +19,27 @@
  * block that is neither 0x00 nor poison was written after it was freed.
  *
  * Allocation: two-level segregated free lists (TLSF: 16 sub-classes per power of two, with
- * bitmaps) give an O(1) good fit; live blocks are also in an AVL tree by offset for O(log n)
- * lookups of "which allocation contains this address". One rwlock: alloc and free take it
- * for writing (free also poisons under it; alloc zero-fills the new payload after releasing
- * it, since nobody else can reach that payload yet), lookups (copies, kernel_ptr, red-zone
- * checks) take it for reading. Bytes that two blocks share (a span's last R bytes are the
- * next block's front red zone) are only ever written under the write lock.
+ * bitmaps) give an O(1) good fit. Host metadata: a unit table indexed by block start in G
+ * units (one 64-bit word per unit, in leaves allocated lazily), in which a used block's word
+ * (its payload size and readiness) is all the host memory it has, about 8 bytes per live
+ * allocation in all; free blocks also have a 16-byte record (their size-class list links),
+ * from chunks that alloc keeps room in so that free never allocates. Details at the top of
+ * sim_arena.c.
+ *
+ * Locking. Lookups ("which allocation contains this address": copies, kernel_ptr, a launch's
+ * tensor checks and its red-zone checks) take no lock: they read the unit table's atomic
+ * words, one per block start holding the block's type, payload size and readiness, and a
+ * bitmap hierarchy of used-block starts that finds the nearest start at or below an address
+ * in a few word reads. Alloc and free take one mutex for their bookkeeping only (free lists,
+ * records, counters, the table's writes; a thread that finds it taken spins for a few
+ * microseconds before it sleeps): alloc zero-fills the new payload after releasing it
+ * (nobody else can reach that payload yet; checks skip the block until it is marked ready);
+ * free claims the block with a compare-and-swap on its word (one of two racing frees wins;
+ * lookups see it gone from then on), checks its red zones and poisons it without the lock,
+ * then takes the lock to coalesce. Full checks and stats take the mutex (and let waiting
+ * allocs and frees go first). Red-zone bytes are read and repaired with atomic accesses;
+ * bytes that two blocks share (a span's last R bytes are the next block's front red zone) are
+ * otherwise only written under the mutex.
  *
  * Reports (red-zone hits, poison hits, bad frees) are counted, written to stderr and kept as
  * the arena's last report; they never abort and never corrupt the arena. */

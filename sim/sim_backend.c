@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,7 +43,18 @@ struct md_event {
   _Atomic uint64_t reached_ns;  /* device clock when reached, + 1; 0: never recorded */
 };
 
+/* Counters that every call adds to, in stripes on cache lines of their own: threads that
+ * work on one device at once would otherwise pass those lines (and the fields read by every
+ * call next to them) back and forth on every call. A thread adds to the stripe of its own
+ * number; readers add the stripes up. */
+#define STRIPES 16u
+typedef struct stripe {
+  _Alignas(64) _Atomic uint64_t calls[3];   /* alloc, copy, launch calls (devices without a plan) */
+  _Atomic uint64_t copies, bytes_copied;
+} stripe;
+
 struct md_backend {
+  /* Set at open, read by every call. */
   uint32_t magic;
   uint32_t id;                  /* 1..255, in every devptr */
   uint64_t tag;                 /* MD_SIM_DEVPTR_TAG | id << OFF_BITS */
@@ -52,14 +64,17 @@ struct md_backend {
   int has_seed;
   fault *faults;
   size_t n_faults;
-  _Atomic uint64_t calls[3];    /* alloc, copy, launch calls: the numbers fault plans count */
-  _Atomic int lost;
+  _Atomic int lost;             /* written once */
+  _Atomic uint32_t debug;       /* written by md_sim_debug_set */
   _Atomic uint64_t lost_at;     /* the launch that lost the device */
-  _Atomic uint64_t copies, bytes_copied, faults_fired, bad_pointers, clock_ns;
-  _Atomic uint32_t debug;
+  /* With a fault plan, the numbers it counts: one sequence per kind, in call order. */
+  _Alignas(64) _Atomic uint64_t calls[3];
+  _Alignas(64) _Atomic uint64_t clock_ns;   /* added to only when latency_ns > 0 */
+  _Atomic uint64_t faults_fired, bad_pointers;
   pthread_mutex_t objs_lock;    /* the two lists below */
   md_stream *streams;
   md_event *events;
+  stripe stripes[STRIPES];
 };
 
 enum { C_ALLOC = 0, C_COPY = 1, C_LAUNCH = 2 };
@@ -140,9 +155,32 @@ static md_status lost_status(md_backend *b, const char *what, char *err, size_t 
               atomic_load_explicit(&b->lost_at, memory_order_relaxed));
 }
 
-/* The number of this call among the calls of its kind (1-based). */
+/* The calling thread's stripe. */
+static stripe *my_stripe(md_backend *b) {
+  static _Atomic unsigned next_thread;
+  static _Thread_local unsigned me;   /* 0: not numbered yet */
+  if (!me) me = atomic_fetch_add_explicit(&next_thread, 1, memory_order_relaxed) % STRIPES + 1u;
+  return &b->stripes[me - 1u];
+}
+
+static uint64_t sum_stripes(md_backend *b, size_t field_off) {
+  uint64_t n = 0;
+  for (unsigned i = 0; i < STRIPES; i++)
+    n += atomic_load_explicit((_Atomic uint64_t *)(void *)((char *)&b->stripes[i] + field_off), memory_order_relaxed);
+  return n;
+}
+
+/* The number of this call among the calls of its kind (1-based) when the device has a fault
+ * plan (the plan needs the order); 0 otherwise (only the count is kept). */
 static uint64_t count_call(md_backend *b, int kind) {
-  return atomic_fetch_add_explicit(&b->calls[kind], 1, memory_order_relaxed) + 1;
+  if (b->n_faults) return atomic_fetch_add_explicit(&b->calls[kind], 1, memory_order_relaxed) + 1;
+  atomic_fetch_add_explicit(&my_stripe(b)->calls[kind], 1, memory_order_relaxed);
+  return 0;
+}
+
+static uint64_t calls_of(md_backend *b, int kind) {
+  return atomic_load_explicit(&b->calls[kind], memory_order_relaxed) +
+         sum_stripes(b, offsetof(stripe, calls) + (size_t)kind * sizeof(uint64_t));
 }
 
 /* ---- open / close / info / stats -------------------------------------------------------- */
@@ -159,8 +197,9 @@ static md_status sim_open(const md_backend_params *p, md_backend **out, char *er
   if (p->struct_size < sizeof *p)
     return fail(err, errlen, MD_INVALID_ARGUMENT, "sim: open: md_backend_params.struct_size %u < %zu",
                 p->struct_size, sizeof *p);
-  md_backend *b = calloc(1, sizeof *b);
+  md_backend *b = aligned_alloc(_Alignof(md_backend), sizeof *b);
   if (!b) return fail(err, errlen, MD_DEVICE_UNAVAILABLE, "sim: out of host memory");
+  memset(b, 0, sizeof *b);
   b->magic = SIM_MAGIC;
   b->id = atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed) % 255u + 1u;
   b->tag = MD_SIM_DEVPTR_TAG | (uint64_t)b->id << OFF_BITS;
@@ -223,9 +262,9 @@ void md_sim_stats_get(md_backend *b, md_sim_stats *out) {
   c->frees = as.frees;
   c->bytes_live = as.bytes_live;
   c->bytes_peak = as.bytes_peak;
-  c->copies = atomic_load_explicit(&b->copies, memory_order_relaxed);
-  c->bytes_copied = atomic_load_explicit(&b->bytes_copied, memory_order_relaxed);
-  c->launches = atomic_load_explicit(&b->calls[C_LAUNCH], memory_order_relaxed);
+  c->copies = sum_stripes(b, offsetof(stripe, copies));
+  c->bytes_copied = sum_stripes(b, offsetof(stripe, bytes_copied));
+  c->launches = calls_of(b, C_LAUNCH);
   c->faults_fired = atomic_load_explicit(&b->faults_fired, memory_order_relaxed);
   c->redzone_hits = as.redzone_hits;
   c->poison_hits = as.poison_hits;
@@ -242,8 +281,8 @@ void md_sim_stats_get(md_backend *b, md_sim_stats *out) {
   out->refused_transient = as.refused_transient;
   out->bad_frees = as.bad_frees;
   out->bad_pointers = atomic_load_explicit(&b->bad_pointers, memory_order_relaxed);
-  out->alloc_calls = atomic_load_explicit(&b->calls[C_ALLOC], memory_order_relaxed);
-  out->copy_calls = atomic_load_explicit(&b->calls[C_COPY], memory_order_relaxed);
+  out->alloc_calls = calls_of(b, C_ALLOC);
+  out->copy_calls = calls_of(b, C_COPY);
   out->launch_calls = c->launches;
   out->clock_ns = atomic_load_explicit(&b->clock_ns, memory_order_relaxed);
   out->lost = (uint32_t)is_lost(b);
@@ -365,8 +404,9 @@ static md_status copy_run(md_backend *b, md_stream *s, const copy_cmd *c, char *
     if (c->overlap) memmove(c->dst, c->src, c->n);
     else memcpy(c->dst, c->src, c->n);
   }
-  atomic_fetch_add_explicit(&b->copies, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&b->bytes_copied, c->n, memory_order_relaxed);
+  stripe *sp = my_stripe(b);
+  atomic_fetch_add_explicit(&sp->copies, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&sp->bytes_copied, c->n, memory_order_relaxed);
   return MD_NONE;
 }
 
@@ -507,7 +547,7 @@ static md_status sim_launch(md_backend *b, md_stream *s, const md_kernel_def *k,
       call->stream = NULL;
       k->run(call, st);
     }
-    atomic_fetch_add_explicit(&b->clock_ns, b->latency_ns, memory_order_relaxed);
+    if (b->latency_ns) atomic_fetch_add_explicit(&b->clock_ns, b->latency_ns, memory_order_relaxed);
     if (s) s->clock_ns += b->latency_ns;
     char msg[MSG_MAX] = "";
     uint64_t hits = md__arena_check(b->arena, offs, n_offs, msg, sizeof msg);

@@ -258,3 +258,100 @@ Test(concurrency, racing_frees_of_one_pointer_free_it_once_and_report_the_other)
   cr_expect_eq(s.common.bytes_live, 0);
   cr_expect_eq(s.free_blocks, 1);
 }
+
+/* Lookups take no lock. Threads resolving addresses inside live allocations (kernel_ptr of
+ * interior devptrs, copies at offsets, a launch's tensor and red-zone checks) while other
+ * threads allocate and free the blocks around those allocations (splitting and coalescing
+ * their neighbours) always get the exact answer. */
+enum { STABLE = 48, LOOKUPS = 6000, CHURN = 3000 };
+
+typedef struct lookup_arg {
+  md_devptr p[STABLE];
+  uint64_t n[STABLE];
+  uint8_t *h[STABLE];
+  int id, wrong;
+} lookup_arg;
+
+static void *churn(void *arg) {
+  lookup_arg *a = arg;
+  simt *t = simt_get();
+  md_devptr mine[16] = {0};
+  uint64_t seed = 0xC0FFEEull + (uint64_t)a->id;
+  for (int it = 0; it < CHURN; it++) {
+    int i = (int)(rnd(&seed) % 16);
+    if (mine[i]) {
+      t->ops->free(t->dev, mine[i]);
+      mine[i] = 0;
+    } else if (t->ops->alloc(t->dev, 1 + rnd(&seed) % 3000, &mine[i]) != MD_NONE) {
+      mine[i] = 0;
+    }
+  }
+  for (int i = 0; i < 16; i++)
+    if (mine[i]) t->ops->free(t->dev, mine[i]);
+  return NULL;
+}
+
+static void *lookups(void *arg) {
+  lookup_arg *a = arg;
+  simt *t = simt_get();
+  md_backend *d = t->dev;
+  uint64_t seed = 0xBEEFull + (uint64_t)a->id;
+  md_kernel_def inc = simt_kernel("inc", simt_k_inc);
+  md_devptr out = 0;
+  if (t->ops->alloc(d, 64, &out) != MD_NONE) {
+    a->wrong++;
+    return NULL;
+  }
+  md_tensor to = simt_tensor(t->ops->kernel_ptr(d, out), 1);
+  for (int it = 0; it < LOOKUPS; it++) {
+    int i = (int)(rnd(&seed) % STABLE);
+    uint64_t k = rnd(&seed) % a->n[i];
+    if (t->ops->kernel_ptr(d, a->p[i] + k) != a->h[i] + k) a->wrong++;
+    if (t->ops->kernel_ptr(d, a->p[i] + a->n[i]) != NULL) a->wrong++;
+    uint8_t b;
+    if (t->ops->read(d, NULL, &b, a->p[i] + k, 0, 1, NULL, 0) != MD_NONE || b != (uint8_t)(i + k)) a->wrong++;
+    uint64_t k4 = k & ~3ull;   /* a float-aligned interior address */
+    if (k4 + 4 <= a->n[i]) {
+      md_tensor ti = simt_tensor(a->h[i] + k4, 1);
+      md_kernel_status st;
+      if (simt_launch(NULL, &inc, &ti, &to, &st) != MD_NONE) a->wrong++;
+    }
+  }
+  t->ops->free(d, out);
+  return NULL;
+}
+
+Test(concurrency, lookups_never_miss_while_neighbouring_blocks_come_and_go) {
+  md_backend *d = simt_open(32 * MIB, NULL, 0);
+  const md_backend_ops *ops = simt_get()->ops;
+  lookup_arg a[4];
+  memset(a, 0, sizeof a);
+  /* Stable blocks with holes between them, for the churn to split and coalesce. */
+  md_devptr holes[STABLE];
+  uint64_t seed = 3;
+  uint8_t *src = malloc(70000);
+  cr_assert_not_null(src);
+  for (int i = 0; i < STABLE; i++) {
+    holes[i] = simt_alloc(1 + rnd(&seed) % 5000);
+    a[0].n[i] = i % 8 == 0 ? 65536 + rnd(&seed) % 4000 : 1 + rnd(&seed) % 3000;  /* some span leaves */
+    a[0].p[i] = simt_alloc(a[0].n[i]);
+    a[0].h[i] = ops->kernel_ptr(d, a[0].p[i]);
+    for (uint64_t k = 0; k < a[0].n[i]; k++) src[k] = (uint8_t)(i + k);
+    cr_assert_eq(ops->write(d, NULL, a[0].p[i], 0, src, a[0].n[i], NULL, 0), MD_NONE);
+  }
+  free(src);
+  for (int i = 0; i < STABLE; i++) ops->free(d, holes[i]);
+  for (int i = 1; i < 4; i++) memcpy(&a[i], &a[0], sizeof a[0]);
+  pthread_t th[4];
+  for (int i = 0; i < 4; i++) {
+    a[i].id = i;
+    cr_assert_eq(pthread_create(&th[i], NULL, i < 2 ? lookups : churn, &a[i]), 0);
+  }
+  for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+  cr_expect_eq(a[0].wrong + a[1].wrong, 0, "%d wrong lookups", a[0].wrong + a[1].wrong);
+  md_sim_stats s = simt_stats();
+  cr_expect_eq(s.live_blocks, STABLE);
+  cr_expect_eq(s.common.redzone_hits + s.common.poison_hits + s.bad_frees + s.bad_pointers, 0);
+  for (int i = 0; i < STABLE; i++) ops->free(d, a[0].p[i]);
+  cr_expect_eq(simt_stats().free_blocks, 1);
+}
