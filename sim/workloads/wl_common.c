@@ -195,6 +195,16 @@ void wl_open(wl_ctx *ctx) {
   fflush(stdout);
 }
 
+void wl_close_client_clean(wl_ctx *ctx, md_handle client) {
+  md_leak_report leaks;
+  memset(&leaks, 0xff, sizeof leaks);
+  WL_OK(ctx, ctx->drv->close_client(ctx->dev, client, &leaks));
+  if (leaks.buffers || leaks.prepared_models || leaks.events || leaks.bytes)
+    wl_fail(ctx, "close_client after freeing everything reported leaks: %u buffers, %u models, "
+            "%u events, %llu bytes (SPEC 5)", leaks.buffers, leaks.prepared_models, leaks.events,
+            (unsigned long long)leaks.bytes);
+}
+
 void wl_close(wl_ctx *ctx) {
   if (ctx->dev) ctx->drv->close_device(ctx->dev);
   ctx->dev = NULL;

@@ -40,6 +40,9 @@ void wl_init(wl_ctx *ctx, const char *name, int argc, char **argv, uint32_t defa
  * opens the device with ctx->config and checks that it supports memory domains. Exits 1 with a
  * message on any failure. */
 void wl_open(wl_ctx *ctx);
+/* Closes a client that should hold nothing any more: close_client must succeed and its leak
+ * report must be all zeros (SPEC 5); exits 1 with a message otherwise. */
+void wl_close_client_clean(wl_ctx *ctx, md_handle client);
 /* Closes the device and unloads a dlopen'ed driver. */
 void wl_close(wl_ctx *ctx);
 /* Prints "workload NAME: PASS (N executions, M copies, K expected rejections, digest D[, extra])"

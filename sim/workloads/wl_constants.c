@@ -180,11 +180,7 @@ int main(int argc, char **argv) {
   WL_OK(&ctx, drv->free_buffer(dev, client, xt));
   WL_OK(&ctx, drv->release_prepared_model(dev, client, prep[0]));
   WL_OK(&ctx, drv->release_prepared_model(dev, client, prep[1]));
-  md_leak_report leaks;
-  WL_OK(&ctx, drv->close_client(dev, client, &leaks));
-  if (leaks.buffers || leaks.prepared_models || leaks.events)
-    wl_fail(&ctx, "close_client after freeing everything reported %u buffers, %u models, %u events",
-            leaks.buffers, leaks.prepared_models, leaks.events);
+  wl_close_client_clean(&ctx, client);
   wl_close(&ctx);
   wl_staging_close(&stg);
   close(fd_w1);

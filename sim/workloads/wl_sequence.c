@@ -171,13 +171,7 @@ int main(int argc, char **argv) {
   WL_OK(&ctx, drv->free_buffer(dev, client, state[0]));
   WL_OK(&ctx, drv->free_buffer(dev, client, state[1]));
   WL_OK(&ctx, drv->release_prepared_model(dev, client, prepared));
-  md_leak_report leaks;
-  memset(&leaks, 0xff, sizeof leaks);
-  WL_OK(&ctx, drv->close_client(dev, client, &leaks));
-  if (leaks.buffers || leaks.prepared_models || leaks.events || leaks.bytes)
-    wl_fail(&ctx, "close_client after freeing everything reported leaks: %u buffers, %u models, "
-            "%u events, %llu bytes (SPEC 5)", leaks.buffers, leaks.prepared_models, leaks.events,
-            (unsigned long long)leaks.bytes);
+  wl_close_client_clean(&ctx, client);
   wl_close(&ctx);
   wl_staging_close(&stg);
   close(wfd);
