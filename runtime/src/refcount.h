@@ -24,10 +24,6 @@ extern _Atomic uint64_t md__refcount_saturations;
 
 static inline void md__ref_init(md__ref *r, uint32_t n) { atomic_store_explicit(&r->n, n, memory_order_relaxed); }
 
-static inline uint32_t md__ref_read(const md__ref *r) {
-  return atomic_load_explicit(&((md__ref *)r)->n, memory_order_relaxed);
-}
-
 /* Takes a reference on an object the caller already holds one on. */
 static inline void md__ref_get(md__ref *r) {
   uint32_t old = atomic_fetch_add_explicit(&r->n, 1, memory_order_relaxed);
