@@ -83,7 +83,6 @@ static md_status open_device(const char *config, md_device **out) {
   atomic_fetch_add(&md__kernel_registry_pins, 1);
   pthread_mutex_init(&d->q_lock, NULL);
   pthread_cond_init(&d->q_cond, NULL);
-  pthread_cond_init(&d->idle_cond, NULL);
   *out = d;
   return MD_NONE;
 }
@@ -104,7 +103,6 @@ static void close_device(md_device *d) {
   atomic_fetch_sub(&md__kernel_registry_pins, 1);
   pthread_mutex_destroy(&d->q_lock);
   pthread_cond_destroy(&d->q_cond);
-  pthread_cond_destroy(&d->idle_cond);
   free(d);
 }
 

@@ -804,7 +804,6 @@ static void *worker_main(void *arg) {
     exec_free(x);   /* drops the references the execution held, the event's included */
 
     pthread_mutex_lock(&d->q_lock);
-    if (--d->q_inflight == 0) pthread_cond_broadcast(&d->idle_cond);
   }
   pthread_mutex_unlock(&d->q_lock);
   return NULL;
@@ -870,7 +869,6 @@ md_status md__execute_async(md_device *d, md_handle client, md_handle prepared, 
   if (d->q_tail) d->q_tail->next = x;
   else d->q_head = x;
   d->q_tail = x;
-  d->q_inflight++;
   pthread_cond_signal(&d->q_cond);
   pthread_mutex_unlock(&d->q_lock);
   *event = h;

@@ -38,7 +38,6 @@ md_status md__config_parse(const char *text, md__config *out);
 
 /* ---- a tiny lock for short metadata sections ---- */
 typedef struct md__spin { atomic_flag f; } md__spin;
-#define MD__SPIN_INIT { ATOMIC_FLAG_INIT }
 static inline void md__spin_lock(md__spin *s) {
   while (atomic_flag_test_and_set_explicit(&s->f, memory_order_acquire)) sched_yield();
 }
@@ -119,9 +118,8 @@ struct md_device {
   md__htable ht;
   /* async executions */
   pthread_mutex_t q_lock;
-  pthread_cond_t q_cond, idle_cond;
+  pthread_cond_t q_cond;
   md__exec *q_head, *q_tail;
-  uint32_t q_inflight;       /* queued or running */
   pthread_t workers[2];
   uint32_t n_workers;
   bool stopping;
