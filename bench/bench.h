@@ -136,5 +136,6 @@ int mdb_bench_copy(const mdb_opts *o);
 int mdb_bench_execute(const mdb_opts *o);
 int mdb_bench_threads(const mdb_opts *o);
 int mdb_bench_memory(const mdb_opts *o);
+int mdb_bench_async(const mdb_opts *o);
 
 #endif

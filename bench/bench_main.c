@@ -25,6 +25,7 @@ static const bench benches[] = {
     {"execute", mdb_bench_execute, "execute overhead, 1-operation model"},
     {"threads", mdb_bench_threads, "2 threads on one shared input vs 1"},
     {"memory", mdb_bench_memory, "bookkeeping per live buffer (1M buffers)"},
+    {"async", mdb_bench_async, "execute_async on the sim's streams vs execute"},
 };
 #define N_BENCH (sizeof benches / sizeof benches[0])
 

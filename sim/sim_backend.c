@@ -3,6 +3,7 @@
  * device does, and what issue 3 will change: sim_backend.h. */
 #include "sim_backend.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sim_arena.h"
 
@@ -28,20 +30,55 @@ typedef struct fault {
   uint64_t n;
 } fault;
 
+/* A command queued on a stream: a copy, a kernel launch or an event marker. */
+typedef enum cmd_kind { CMD_COPY = 0, CMD_LAUNCH = 1, CMD_EVENT = 2 } cmd_kind;
+
+typedef struct cmd {
+  struct cmd *next;
+  cmd_kind kind;
+  uint64_t seq;                 /* device-wide issue number (unseeded: oldest first) */
+  uint64_t index;               /* its number on its stream, from 1 */
+  uint64_t batch;               /* seeded: the flush that released it; 0 while held */
+  /* CMD_COPY */
+  uint8_t *dst;
+  const uint8_t *src;
+  uint64_t n;
+  int overlap;
+  /* CMD_LAUNCH: the caller keeps k, call and st valid until the stream is synchronized */
+  const md_kernel_def *k;
+  md_kernel_call *call;
+  md_kernel_status *st;
+  size_t n_offs;                /* allocations the tensors point into, for the red-zone check */
+  /* CMD_EVENT */
+  md_event *ev;
+  uint64_t gen;
+  uint64_t offs[];              /* n_offs */
+} cmd;
+
 struct md_stream {
   md_backend *dev;
-  md_stream *prev, *next;       /* the device's streams, for close */
-  pthread_mutex_t lock;
+  md_stream *prev, *next;       /* the device's streams in creation order (sched_lock) */
+  uint64_t id;                  /* creation number on its device, from 1 */
+  /* Under the device's sched_lock: */
+  cmd *head, *tail;             /* issued, not yet run */
+  uint64_t queued;              /* issued and not finished (the one running included) */
+  uint64_t issued;              /* commands issued on it so far */
+  int running;                  /* a worker runs its head now */
   md_status error;              /* first error of accepted work since the last sync */
   char message[MSG_MAX];
-  uint64_t clock_ns;            /* simulated time of the work issued on this stream */
+  /* Written by the worker that runs the stream (one at a time): */
+  uint64_t clock_ns;            /* simulated time of the work run on this stream */
 };
 
 struct md_event {
   md_backend *dev;
-  md_event *prev, *next;        /* the device's events, for close */
+  md_event *prev, *next;        /* the device's events, for close (objs_lock) */
+  uint64_t recorded, reached;   /* record generations (sched_lock) */
   _Atomic uint64_t reached_ns;  /* device clock when reached, + 1; 0: never recorded */
 };
+
+#define SIM_ORDER_LOG 4096u     /* entries of the executed-command log kept for tests */
+#define SIM_MAX_WORKERS 2u
 
 /* Counters that every call adds to, in stripes on cache lines of their own: threads that
  * work on one device at once would otherwise pass those lines (and the fields read by every
@@ -66,14 +103,28 @@ struct md_backend {
   size_t n_faults;
   _Atomic int lost;             /* written once */
   _Atomic uint32_t debug;       /* written by md_sim_debug_set */
-  _Atomic uint64_t lost_at;     /* the launch that lost the device */
-  /* With a fault plan, the numbers it counts: one sequence per kind, in call order. */
-  _Alignas(64) _Atomic uint64_t calls[3];
-  _Alignas(64) _Atomic uint64_t clock_ns;   /* added to only when latency_ns > 0 */
+  _Atomic uint64_t lost_at;     /* the execution that lost the device */
+  double copy_gbps;             /* copy bandwidth model; 0: off */
+  /* Fault sites: the numbers a plan counts, one sequence per site, in call order. */
+  _Alignas(64) _Atomic uint64_t site_calls[3];
+  _Alignas(64) _Atomic uint64_t clock_ns;   /* added to only when a model is on */
   _Atomic uint64_t faults_fired, bad_pointers;
-  pthread_mutex_t objs_lock;    /* the two lists below */
-  md_stream *streams;
+  pthread_mutex_t objs_lock;    /* the event list */
   md_event *events;
+  /* The scheduler: streams, their queues, the workers. */
+  _Alignas(64) pthread_mutex_t sched_lock;
+  pthread_cond_t work_cond;     /* workers: a command may be ready */
+  pthread_cond_t done_cond;     /* syncs and waits: a command finished */
+  md_stream *streams, *streams_tail;
+  uint64_t next_stream_id, next_seq;
+  uint64_t held;                /* seeded: issued commands not yet released */
+  uint64_t batch_cur, batch_last;   /* seeded: the batch being run, the last released */
+  uint64_t rng;                 /* seeded: splitmix64 state */
+  pthread_t workers[SIM_MAX_WORKERS];
+  unsigned n_workers;
+  int stopping;
+  uint64_t order_hash, order_count;   /* every command run, in order (FNV-1a) */
+  md_sim_order_entry order_log[SIM_ORDER_LOG];
   stripe stripes[STRIPES];
 };
 
@@ -90,6 +141,9 @@ static md_status fail(char *err, size_t errlen, md_status st, const char *fmt, .
   }
   return st;
 }
+
+static md_status kfail(md_kernel_status *st, md_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 static md_backend *sim_of(md_backend *b) { return b && b->magic == SIM_MAGIC ? b : NULL; }
 
@@ -170,17 +224,73 @@ static uint64_t sum_stripes(md_backend *b, size_t field_off) {
   return n;
 }
 
-/* The number of this call among the calls of its kind (1-based) when the device has a fault
- * plan (the plan needs the order); 0 otherwise (only the count is kept). */
-static uint64_t count_call(md_backend *b, int kind) {
-  if (b->n_faults) return atomic_fetch_add_explicit(&b->calls[kind], 1, memory_order_relaxed) + 1;
+/* Counts one backend call of a kind (for the stats). */
+static void count_call(md_backend *b, int kind) {
   atomic_fetch_add_explicit(&my_stripe(b)->calls[kind], 1, memory_order_relaxed);
-  return 0;
 }
 
 static uint64_t calls_of(md_backend *b, int kind) {
-  return atomic_load_explicit(&b->calls[kind], memory_order_relaxed) +
-         sum_stripes(b, offsetof(stripe, calls) + (size_t)kind * sizeof(uint64_t));
+  return sum_stripes(b, offsetof(stripe, calls) + (size_t)kind * sizeof(uint64_t));
+}
+
+/* The fault plan's hook (md_backend_ops.fault_point): numbers the runtime's calls per site
+ * and fires what the plan says for that number. */
+static md_status sim_fault_point(md_backend *b, md_fault_site site, char *err, size_t errlen) {
+  if (!sim_of(b) || (unsigned)site > MD_FAULT_EXECUTION)
+    return fail(err, errlen, MD_INVALID_ARGUMENT, "sim: fault_point: bad device or site");
+  if (is_lost(b)) return lost_status(b, "device", err, errlen);
+  uint64_t n = atomic_fetch_add_explicit(&b->site_calls[site], 1, memory_order_relaxed) + 1;
+  if (!b->n_faults) return MD_NONE;
+  switch (site) {
+    case MD_FAULT_ALLOCATE:
+      if (fault_fires(b, F_ALLOC, n))
+        return fail(err, errlen, MD_RESOURCE_EXHAUSTED_TRANSIENT,
+                    "sim: injected device allocation failure (alloc_fail@%" PRIu64 ")", n);
+      break;
+    case MD_FAULT_COPY:
+      if (fault_fires(b, F_COPY, n))
+        return fail(err, errlen, MD_GENERAL_FAILURE, "sim: injected copy failure (copy_fail@%" PRIu64 ")", n);
+      break;
+    case MD_FAULT_EXECUTION:
+      if (fault_fires(b, F_LOST, n)) {
+        atomic_store_explicit(&b->lost_at, n, memory_order_relaxed);
+        atomic_store_explicit(&b->lost, 1, memory_order_release);
+        pthread_mutex_lock(&b->sched_lock);   /* wake waiters: queued work now fails */
+        pthread_cond_broadcast(&b->work_cond);
+        pthread_cond_broadcast(&b->done_cond);
+        pthread_mutex_unlock(&b->sched_lock);
+        return fail(err, errlen, MD_DEVICE_UNAVAILABLE,
+                    "sim: device lost during execution %" PRIu64 " (device_lost@%" PRIu64 ")", n, n);
+      }
+      if (fault_fires(b, F_KERNEL, n))
+        return fail(err, errlen, MD_GENERAL_FAILURE, "sim: injected kernel failure (kernel_fail@%" PRIu64 ")", n);
+      break;
+  }
+  return MD_NONE;
+}
+
+/* The modelled device time of a launch (is_launch) or of a copy of `bytes`; 0 with no model. */
+static uint64_t model_ns(md_backend *b, int is_launch, uint64_t bytes) {
+  if (is_launch) return b->latency_ns;
+  return b->copy_gbps > 0 ? (uint64_t)((double)bytes / b->copy_gbps) : 0;
+}
+
+uint64_t md_sim_model_ns(md_backend *b, int is_launch, uint64_t bytes) {
+  return sim_of(b) ? model_ns(b, is_launch, bytes) : 0;
+}
+
+/* Advances the clocks by `ns` of work done on s (NULL: synchronous work). */
+static void clock_advance(md_backend *b, md_stream *s, uint64_t ns) {
+  if (!ns) return;
+  if (!s) {
+    atomic_fetch_add_explicit(&b->clock_ns, ns, memory_order_relaxed);
+    return;
+  }
+  s->clock_ns += ns;
+  uint64_t cur = atomic_load_explicit(&b->clock_ns, memory_order_relaxed);
+  while (cur < s->clock_ns &&
+         !atomic_compare_exchange_weak_explicit(&b->clock_ns, &cur, s->clock_ns, memory_order_relaxed,
+                                                memory_order_relaxed)) {}
 }
 
 /* ---- open / close / info / stats -------------------------------------------------------- */
@@ -206,7 +316,13 @@ static md_status sim_open(const md_backend_params *p, md_backend **out, char *er
   b->latency_ns = p->latency_ns;
   b->seed = p->seed;
   b->has_seed = p->has_seed;
+  b->copy_gbps = p->copy_gbps > 0 ? p->copy_gbps : 0;
+  b->rng = p->seed ^ 0x6d64632d73696d21ull;   /* "mdc-sim!" */
+  b->batch_cur = 1;
   pthread_mutex_init(&b->objs_lock, NULL);
+  pthread_mutex_init(&b->sched_lock, NULL);
+  pthread_cond_init(&b->work_cond, NULL);
+  pthread_cond_init(&b->done_cond, NULL);
   const char *env = getenv("MD_SIM_CHECK_ALL");
   if (env && *env && strcmp(env, "0") != 0) atomic_store(&b->debug, MD_SIM_DEBUG_CHECK_ALL);
   md_status st = faults_parse(b, p->faults, err, errlen);
@@ -224,9 +340,18 @@ static md_status sim_open(const md_backend_params *p, md_backend **out, char *er
 
 static void sim_close(md_backend *b) {
   if (!sim_of(b)) return;
-  for (md_stream *s = b->streams, *n; s; s = n) {
+  pthread_mutex_lock(&b->sched_lock);
+  b->stopping = 1;
+  pthread_cond_broadcast(&b->work_cond);
+  pthread_cond_broadcast(&b->done_cond);
+  pthread_mutex_unlock(&b->sched_lock);
+  for (unsigned i = 0; i < b->n_workers; i++) pthread_join(b->workers[i], NULL);
+  for (md_stream *s = b->streams, *n; s; s = n) {   /* work never run is dropped */
     n = s->next;
-    pthread_mutex_destroy(&s->lock);
+    for (cmd *c = s->head, *cn; c; c = cn) {
+      cn = c->next;
+      free(c);
+    }
     free(s);
   }
   for (md_event *e = b->events, *n; e; e = n) {
@@ -236,6 +361,9 @@ static void sim_close(md_backend *b) {
   md__arena_destroy(b->arena);
   free(b->faults);
   pthread_mutex_destroy(&b->objs_lock);
+  pthread_mutex_destroy(&b->sched_lock);
+  pthread_cond_destroy(&b->work_cond);
+  pthread_cond_destroy(&b->done_cond);
   b->magic = 0;
   free(b);
 }
@@ -286,6 +414,12 @@ void md_sim_stats_get(md_backend *b, md_sim_stats *out) {
   out->launch_calls = c->launches;
   out->clock_ns = atomic_load_explicit(&b->clock_ns, memory_order_relaxed);
   out->lost = (uint32_t)is_lost(b);
+  for (int i = 0; i < 3; i++) out->site_calls[i] = atomic_load_explicit(&b->site_calls[i], memory_order_relaxed);
+  pthread_mutex_lock(&b->sched_lock);
+  out->commands_run = b->order_count;
+  out->order_hash = b->order_hash;
+  out->workers = b->n_workers;
+  pthread_mutex_unlock(&b->sched_lock);
 }
 
 static void sim_stats(md_backend *b, md_backend_stats *out) {
@@ -322,9 +456,8 @@ static md_status sim_alloc(md_backend *b, uint64_t bytes, md_devptr *out) {
   if (!sim_of(b) || !out) return MD_INVALID_ARGUMENT;
   *out = 0;
   if (is_lost(b)) return MD_DEVICE_UNAVAILABLE;
-  uint64_t n = count_call(b, C_ALLOC);
+  count_call(b, C_ALLOC);
   if (bytes == 0) return MD_INVALID_ARGUMENT;
-  if (bytes <= b->limit && fault_fires(b, F_ALLOC, n)) return MD_RESOURCE_EXHAUSTED_TRANSIENT;
   uint64_t off;
   md_status st = md__arena_alloc(b->arena, bytes, &off);
   if (st == MD_NONE) *out = b->tag | off;
@@ -373,33 +506,84 @@ static md_status resolve(md_backend *b, const char *what, md_devptr p, uint64_t 
   return MD_NONE;
 }
 
-/* Keeps the first error of accepted work on s for stream_sync. */
-static void stream_note(md_stream *s, md_status st, const char *msg) {
-  if (!s || st == MD_NONE) return;
-  pthread_mutex_lock(&s->lock);
-  if (s->error == MD_NONE) {
-    s->error = st;
-    snprintf(s->message, sizeof s->message, "%s", msg ? msg : "");
-  }
-  pthread_mutex_unlock(&s->lock);
+/* ---- the scheduler ------------------------------------------------------------------------
+ *
+ * Work issued on a stream is a command in the stream's queue. Worker threads (started with the
+ * first stream) run the commands, one stream at a time per stream, in stream order.
+ *
+ * Unseeded: two workers; a worker takes, among the streams not being run, the one whose next
+ * command was issued first. Commands are released as they are issued.
+ *
+ * Seeded (seed=N): one worker, and the order is decided by the seed alone. Issued commands are
+ * held until a flush (stream_sync, event_wait, event_query, close), which releases everything
+ * held as one batch. The worker finishes a batch before it starts the next, and inside a batch
+ * it picks the next stream with a splitmix64 draw over the streams (in creation order) whose
+ * next command belongs to the batch. So a client that issues the same calls in the same order
+ * gets the same interleaving of its streams, command for command, on every run; another seed
+ * explores another. */
+
+static uint64_t splitmix64(uint64_t *x) {
+  uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
 }
 
-/* One copy command, resolved and accepted. This round it runs at once; issue 3 queues it on
- * its stream and runs it on a worker (the fault number was given at the call). */
-typedef struct copy_cmd {
-  uint8_t *dst;
-  const uint8_t *src;
-  uint64_t n, number;
-  int overlap;
-} copy_cmd;
+/* Keeps the first error of accepted work on s for stream_sync. Caller holds sched_lock. */
+static void stream_note_locked(md_stream *s, md_status st, const char *msg) {
+  if (!s || st == MD_NONE || s->error != MD_NONE) return;
+  s->error = st;
+  snprintf(s->message, sizeof s->message, "%s", msg ? msg : "");
+}
 
-static md_status copy_run(md_backend *b, md_stream *s, const copy_cmd *c, char *err, size_t errlen) {
-  if (fault_fires(b, F_COPY, c->number)) {
-    char msg[MSG_MAX];
-    snprintf(msg, sizeof msg, "sim: injected copy failure (copy_fail@%" PRIu64 ")", c->number);
-    stream_note(s, MD_GENERAL_FAILURE, msg);
-    return fail(err, errlen, MD_GENERAL_FAILURE, "%s", msg);
+/* Seeded: releases every held command as the next batch. Caller holds sched_lock. */
+static void flush_locked(md_backend *b) {
+  if (!b->has_seed || !b->held) return;
+  b->batch_last++;
+  for (md_stream *s = b->streams; s; s = s->next)
+    for (cmd *c = s->head; c; c = c->next)
+      if (!c->batch) c->batch = b->batch_last;
+  b->held = 0;
+  pthread_cond_broadcast(&b->work_cond);
+}
+
+/* The stream whose head runs next, or NULL. Caller holds sched_lock. */
+static md_stream *pick_locked(md_backend *b) {
+  if (!b->has_seed) {
+    md_stream *best = NULL;
+    for (md_stream *s = b->streams; s; s = s->next)
+      if (s->head && !s->running && (!best || s->head->seq < best->head->seq)) best = s;
+    return best;
   }
+  for (;;) {
+    unsigned n = 0;
+    for (md_stream *s = b->streams; s; s = s->next)
+      if (s->head && !s->running && s->head->batch == b->batch_cur) n++;
+    if (n) {
+      unsigned k = (unsigned)(splitmix64(&b->rng) % n);
+      for (md_stream *s = b->streams; s; s = s->next)
+        if (s->head && !s->running && s->head->batch == b->batch_cur && k-- == 0) return s;
+    }
+    if (b->batch_cur > b->batch_last) return NULL;   /* nothing released */
+    int busy = 0;   /* a command of this batch still running: its stream may have more */
+    for (md_stream *s = b->streams; s; s = s->next) busy |= s->running;
+    if (busy) return NULL;
+    b->batch_cur++;
+  }
+}
+
+static void order_note_locked(md_backend *b, const md_stream *s, const cmd *c) {
+  uint64_t h = b->order_hash ? b->order_hash : 0xcbf29ce484222325ull;
+  const uint64_t words[3] = {s->id, c->index, (uint64_t)c->kind};
+  for (int w = 0; w < 3; w++)
+    for (int i = 0; i < 8; i++) h = (h ^ ((words[w] >> (8 * i)) & 0xFF)) * 0x100000001b3ull;
+  b->order_hash = h;
+  b->order_log[b->order_count % SIM_ORDER_LOG] =
+      (md_sim_order_entry){.stream = s->id, .index = c->index, .kind = (uint32_t)c->kind};
+  b->order_count++;
+}
+
+static md_status run_copy(md_backend *b, md_stream *s, const cmd *c) {
   if (c->n) {
     if (c->overlap) memmove(c->dst, c->src, c->n);
     else memcpy(c->dst, c->src, c->n);
@@ -407,7 +591,118 @@ static md_status copy_run(md_backend *b, md_stream *s, const copy_cmd *c, char *
   stripe *sp = my_stripe(b);
   atomic_fetch_add_explicit(&sp->copies, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&sp->bytes_copied, c->n, memory_order_relaxed);
+  clock_advance(b, s, model_ns(b, 0, c->n));
   return MD_NONE;
+}
+
+/* Runs a kernel whose tensors were checked, then the red zones of what it touched. */
+static md_status run_launch(md_backend *b, md_stream *s, const md_kernel_def *k, md_kernel_call *call,
+                            md_kernel_status *st, const uint64_t *offs, size_t n_offs) {
+  const char *kname = k->name ? k->name : "?";
+  call->stream = NULL;
+  k->run(call, st);
+  clock_advance(b, s, model_ns(b, 1, 0));
+  char msg[MSG_MAX] = "";
+  uint64_t hits = md__arena_check(b->arena, offs, n_offs, msg, sizeof msg);
+  if (atomic_load_explicit(&b->debug, memory_order_relaxed) & MD_SIM_DEBUG_CHECK_ALL)
+    hits += md__arena_check_all(b->arena, msg[0] ? NULL : msg, sizeof msg);
+  if (hits && st->code == MD_NONE)
+    kfail(st, MD_GENERAL_FAILURE, "sim: kernel '%s': %s", kname, strncmp(msg, "sim: ", 5) ? msg : msg + 5);
+  return st->code;
+}
+
+static void *worker_main(void *arg) {
+  md_backend *b = arg;
+  pthread_mutex_lock(&b->sched_lock);
+  for (;;) {
+    md_stream *s = b->stopping ? NULL : pick_locked(b);
+    if (!s) {
+      if (b->stopping) break;
+      pthread_cond_wait(&b->work_cond, &b->sched_lock);
+      continue;
+    }
+    cmd *c = s->head;
+    s->head = c->next;
+    if (!s->head) s->tail = NULL;
+    s->running = 1;
+    pthread_mutex_unlock(&b->sched_lock);
+
+    md_status st = MD_NONE;
+    char msg[MSG_MAX] = "";
+    if (c->kind != CMD_EVENT && is_lost(b)) {
+      st = lost_status(b, c->kind == CMD_COPY ? "queued copy" : "queued launch", msg, sizeof msg);
+      if (c->kind == CMD_LAUNCH) kfail(c->st, st, "%s", msg);
+    } else if (c->kind == CMD_COPY) {
+      st = run_copy(b, s, c);
+    } else if (c->kind == CMD_LAUNCH) {
+      st = run_launch(b, s, c->k, c->call, c->st, c->offs, c->n_offs);
+      if (st != MD_NONE) snprintf(msg, sizeof msg, "%s", c->st->message);
+    }
+
+    pthread_mutex_lock(&b->sched_lock);
+    stream_note_locked(s, st, msg);
+    if (c->kind == CMD_EVENT) {
+      atomic_store_explicit(&c->ev->reached_ns, atomic_load_explicit(&b->clock_ns, memory_order_relaxed) + 1,
+                            memory_order_release);
+      if (c->ev->reached < c->gen) c->ev->reached = c->gen;
+    }
+    order_note_locked(b, s, c);
+    s->running = 0;
+    s->queued--;
+    pthread_cond_broadcast(&b->done_cond);
+    if (s->head) pthread_cond_signal(&b->work_cond);
+    pthread_mutex_unlock(&b->sched_lock);
+    free(c);
+    pthread_mutex_lock(&b->sched_lock);
+  }
+  pthread_mutex_unlock(&b->sched_lock);
+  return NULL;
+}
+
+/* Queues c on s. Caller holds sched_lock. */
+static void issue_locked(md_backend *b, md_stream *s, cmd *c) {
+  c->next = NULL;
+  if (!s->queued) {   /* an idle stream's work starts no earlier than the device's time now */
+    uint64_t now = atomic_load_explicit(&b->clock_ns, memory_order_relaxed);
+    if (s->clock_ns < now) s->clock_ns = now;
+  }
+  c->seq = ++b->next_seq;
+  c->index = ++s->issued;
+  c->batch = 0;
+  if (b->has_seed) b->held++;
+  else c->batch = 1;
+  if (s->tail) s->tail->next = c;
+  else s->head = c;
+  s->tail = c;
+  s->queued++;
+  if (!b->has_seed) pthread_cond_signal(&b->work_cond);
+}
+
+static md_status issue(md_backend *b, md_stream *s, cmd *c, char *err, size_t errlen) {
+  pthread_mutex_lock(&b->sched_lock);
+  if (b->stopping) {
+    pthread_mutex_unlock(&b->sched_lock);
+    free(c);
+    return fail(err, errlen, MD_DEVICE_UNAVAILABLE, "sim: the device is closing");
+  }
+  issue_locked(b, s, c);
+  pthread_mutex_unlock(&b->sched_lock);
+  return MD_NONE;
+}
+
+/* ---- copies ------------------------------------------------------------------------------ */
+
+/* A copy whose pointers were resolved: runs now (NULL stream) or is queued on s. */
+static md_status copy_accept(md_backend *b, md_stream *s, uint8_t *dst, const uint8_t *src, uint64_t n, int overlap,
+                             char *err, size_t errlen) {
+  if (!s) {
+    cmd c = {.kind = CMD_COPY, .dst = dst, .src = src, .n = n, .overlap = overlap};
+    return run_copy(b, NULL, &c);
+  }
+  cmd *c = calloc(1, sizeof *c);
+  if (!c) return fail(err, errlen, MD_RESOURCE_EXHAUSTED_TRANSIENT, "sim: out of host memory");
+  *c = (cmd){.kind = CMD_COPY, .dst = dst, .src = src, .n = n, .overlap = overlap};
+  return issue(b, s, c, err, errlen);
 }
 
 static md_status sim_write(md_backend *b, md_stream *s, md_devptr dst, uint64_t off, const void *src, uint64_t n,
@@ -415,9 +710,10 @@ static md_status sim_write(md_backend *b, md_stream *s, md_devptr dst, uint64_t 
   if (!sim_of(b)) return fail(err, errlen, MD_INVALID_ARGUMENT, "sim: write: not a sim device");
   if (!src && n) return fail(err, errlen, MD_INVALID_ARGUMENT, "sim: write: NULL host source");
   if (is_lost(b)) return lost_status(b, "write", err, errlen);
-  copy_cmd c = {.src = src, .n = n, .number = count_call(b, C_COPY)};
-  md_status st = resolve(b, "write", dst, off, n, &c.dst, err, errlen);
-  return st != MD_NONE ? st : copy_run(b, s, &c, err, errlen);
+  count_call(b, C_COPY);
+  uint8_t *to;
+  md_status st = resolve(b, "write", dst, off, n, &to, err, errlen);
+  return st != MD_NONE ? st : copy_accept(b, s, to, src, n, 0, err, errlen);
 }
 
 static md_status sim_read(md_backend *b, md_stream *s, void *dst, md_devptr src, uint64_t off, uint64_t n, char *err,
@@ -425,25 +721,22 @@ static md_status sim_read(md_backend *b, md_stream *s, void *dst, md_devptr src,
   if (!sim_of(b)) return fail(err, errlen, MD_INVALID_ARGUMENT, "sim: read: not a sim device");
   if (!dst && n) return fail(err, errlen, MD_INVALID_ARGUMENT, "sim: read: NULL host destination");
   if (is_lost(b)) return lost_status(b, "read", err, errlen);
-  copy_cmd c = {.dst = dst, .n = n, .number = count_call(b, C_COPY)};
+  count_call(b, C_COPY);
   uint8_t *from;
   md_status st = resolve(b, "read", src, off, n, &from, err, errlen);
-  c.src = from;
-  return st != MD_NONE ? st : copy_run(b, s, &c, err, errlen);
+  return st != MD_NONE ? st : copy_accept(b, s, dst, from, n, 0, err, errlen);
 }
 
 static md_status sim_copy(md_backend *b, md_stream *s, md_devptr dst, uint64_t doff, md_devptr src, uint64_t soff,
                           uint64_t n, char *err, size_t errlen) {
   if (!sim_of(b)) return fail(err, errlen, MD_INVALID_ARGUMENT, "sim: copy: not a sim device");
   if (is_lost(b)) return lost_status(b, "copy", err, errlen);
-  copy_cmd c = {.n = n, .number = count_call(b, C_COPY)};
-  uint8_t *from;
+  count_call(b, C_COPY);
+  uint8_t *from, *to;
   md_status st = resolve(b, "copy source", src, soff, n, &from, err, errlen);
-  if (st == MD_NONE) st = resolve(b, "copy destination", dst, doff, n, &c.dst, err, errlen);
+  if (st == MD_NONE) st = resolve(b, "copy destination", dst, doff, n, &to, err, errlen);
   if (st != MD_NONE) return st;
-  c.src = from;
-  c.overlap = c.dst < c.src + n && c.src < c.dst + n;
-  return copy_run(b, s, &c, err, errlen);
+  return copy_accept(b, s, to, from, n, to < from + n && from < to + n, err, errlen);
 }
 
 static void *sim_kernel_ptr(md_backend *b, md_devptr p) {
@@ -519,46 +812,38 @@ static md_status sim_launch(md_backend *b, md_stream *s, const md_kernel_def *k,
   if (is_lost(b))
     return kfail(st, MD_DEVICE_UNAVAILABLE, "sim: launch of kernel '%s': device lost (device_lost@%" PRIu64 ")",
                  kname, atomic_load_explicit(&b->lost_at, memory_order_relaxed));
-  uint64_t number = count_call(b, C_LAUNCH);
+  count_call(b, C_LAUNCH);
   if ((call->n_inputs && !call->inputs) || (call->n_outputs && !call->outputs))
     return kfail(st, MD_INVALID_ARGUMENT, "sim: launch of kernel '%s': NULL tensor array", kname);
 
-  /* Checks before the work is accepted (issue 3: at the call, not on the worker). */
+  /* Checks before the work is accepted, on the calling thread. */
   size_t n_t = (size_t)call->n_inputs + call->n_outputs, n_offs = 0;
-  uint64_t local[16], *offs = n_t <= 16 ? local : malloc(n_t * sizeof *offs);
-  if (!offs) return kfail(st, MD_RESOURCE_EXHAUSTED_TRANSIENT, "sim: launch: out of host memory");
+  cmd *c = s ? calloc(1, sizeof *c + n_t * sizeof(uint64_t)) : NULL;
+  uint64_t local[16], *offs = c ? c->offs : n_t <= 16 ? local : malloc(n_t * sizeof *offs);
+  if ((s && !c) || !offs) {
+    free(c);
+    return kfail(st, MD_RESOURCE_EXHAUSTED_TRANSIENT, "sim: launch: out of host memory");
+  }
   md_status rc = MD_NONE;
   for (uint32_t i = 0; rc == MD_NONE && i < call->n_inputs; i++)
     rc = tensor_check(b, kname, "input", i, &call->inputs[i], offs, &n_offs, st);
   for (uint32_t i = 0; rc == MD_NONE && i < call->n_outputs; i++)
     rc = tensor_check(b, kname, "output", i, &call->outputs[i], offs, &n_offs, st);
-
-  /* The accepted work. */
-  if (rc == MD_NONE && fault_fires(b, F_LOST, number)) {
-    atomic_store_explicit(&b->lost_at, number, memory_order_relaxed);
-    atomic_store_explicit(&b->lost, 1, memory_order_release);
-    rc = kfail(st, MD_DEVICE_UNAVAILABLE, "sim: device lost while launching kernel '%s' (device_lost@%" PRIu64 ")",
-               kname, number);
-    stream_note(s, rc, st->message);
-  } else if (rc == MD_NONE) {
-    if (fault_fires(b, F_KERNEL, number)) {
-      kfail(st, MD_GENERAL_FAILURE, "sim: injected kernel failure (kernel_fail@%" PRIu64 ")", number);
-    } else {
-      call->stream = NULL;
-      k->run(call, st);
-    }
-    if (b->latency_ns) atomic_fetch_add_explicit(&b->clock_ns, b->latency_ns, memory_order_relaxed);
-    if (s) s->clock_ns += b->latency_ns;
-    char msg[MSG_MAX] = "";
-    uint64_t hits = md__arena_check(b->arena, offs, n_offs, msg, sizeof msg);
-    if (atomic_load_explicit(&b->debug, memory_order_relaxed) & MD_SIM_DEBUG_CHECK_ALL)
-      hits += md__arena_check_all(b->arena, msg[0] ? NULL : msg, sizeof msg);
-    if (hits && st->code == MD_NONE)
-      kfail(st, MD_GENERAL_FAILURE, "sim: kernel '%s': %s", kname, strncmp(msg, "sim: ", 5) ? msg : msg + 5);
-    rc = st->code;
-    stream_note(s, rc, st->message);
+  if (rc != MD_NONE || !s) {
+    if (rc == MD_NONE) rc = run_launch(b, NULL, k, call, st, offs, n_offs);
+    if (offs != local && !c) free(offs);
+    free(c);
+    return rc;
   }
-  if (offs != local) free(offs);
+  /* Accepted: the kernel runs on a worker; its failure comes from stream_sync. */
+  c->kind = CMD_LAUNCH;
+  c->k = k;
+  c->call = call;
+  c->st = st;
+  c->n_offs = n_offs;
+  char err[MSG_MAX];
+  rc = issue(b, s, c, err, sizeof err);
+  if (rc != MD_NONE) kfail(st, rc, "%s", err);
   return rc;
 }
 
@@ -571,38 +856,73 @@ static md_status sim_stream_create(md_backend *b, md_stream **out) {
   md_stream *s = calloc(1, sizeof *s);
   if (!s) return MD_RESOURCE_EXHAUSTED_TRANSIENT;
   s->dev = b;
-  pthread_mutex_init(&s->lock, NULL);
-  pthread_mutex_lock(&b->objs_lock);
-  s->next = b->streams;
-  if (s->next) s->next->prev = s;
-  b->streams = s;
-  pthread_mutex_unlock(&b->objs_lock);
+  pthread_mutex_lock(&b->sched_lock);
+  if (b->stopping) {
+    pthread_mutex_unlock(&b->sched_lock);
+    free(s);
+    return MD_DEVICE_UNAVAILABLE;
+  }
+  unsigned want = b->has_seed ? 1u : SIM_MAX_WORKERS;
+  while (b->n_workers < want && pthread_create(&b->workers[b->n_workers], NULL, worker_main, b) == 0)
+    b->n_workers++;
+  if (!b->n_workers) {
+    pthread_mutex_unlock(&b->sched_lock);
+    free(s);
+    return MD_RESOURCE_EXHAUSTED_TRANSIENT;
+  }
+  s->id = ++b->next_stream_id;
+  s->prev = b->streams_tail;
+  if (s->prev) s->prev->next = s;
+  else b->streams = s;
+  b->streams_tail = s;
+  pthread_mutex_unlock(&b->sched_lock);
   *out = s;
   return MD_NONE;
 }
 
+/* Waits until everything issued on s (NULL: on every stream) has run. Caller holds sched_lock. */
+static void drain_locked(md_backend *b, md_stream *s) {
+  flush_locked(b);
+  for (;;) {
+    int pending = 0;
+    if (s) pending = s->queued != 0;
+    else
+      for (md_stream *t = b->streams; t && !pending; t = t->next) pending = t->queued != 0;
+    if (!pending || b->stopping) return;
+    pthread_cond_wait(&b->done_cond, &b->sched_lock);
+  }
+}
+
 static void sim_stream_destroy(md_backend *b, md_stream *s) {
   if (!sim_of(b) || !s) return;
-  pthread_mutex_lock(&b->objs_lock);
+  pthread_mutex_lock(&b->sched_lock);
+  drain_locked(b, s);   /* a worker may still hold it */
+  while (s->running) pthread_cond_wait(&b->done_cond, &b->sched_lock);
   if (s->prev) s->prev->next = s->next;
   else b->streams = s->next;
   if (s->next) s->next->prev = s->prev;
-  pthread_mutex_unlock(&b->objs_lock);
-  pthread_mutex_destroy(&s->lock);
+  else b->streams_tail = s->prev;
+  for (cmd *c = s->head, *n; c; c = n) {   /* only when stopping */
+    n = c->next;
+    free(c);
+  }
+  pthread_mutex_unlock(&b->sched_lock);
   free(s);
 }
 
 static md_status sim_stream_sync(md_backend *b, md_stream *s, char *err, size_t errlen) {
   if (!sim_of(b)) return fail(err, errlen, MD_INVALID_ARGUMENT, "sim: stream_sync: not a sim device");
+  md_status st = MD_NONE;
+  pthread_mutex_lock(&b->sched_lock);
+  drain_locked(b, s);
   if (s) {
-    pthread_mutex_lock(&s->lock);
-    md_status st = s->error;
+    st = s->error;
     if (st != MD_NONE) fail(err, errlen, st, "%s", s->message);
     s->error = MD_NONE;
     s->message[0] = '\0';
-    pthread_mutex_unlock(&s->lock);
-    if (st != MD_NONE) return st;
   }
+  pthread_mutex_unlock(&b->sched_lock);
+  if (st != MD_NONE) return st;
   if (is_lost(b)) return lost_status(b, "stream_sync", err, errlen);
   return MD_NONE;
 }
@@ -627,6 +947,10 @@ static md_status sim_event_create(md_backend *b, md_event **out) {
 
 static void sim_event_destroy(md_backend *b, md_event *e) {
   if (!sim_of(b) || !e) return;
+  pthread_mutex_lock(&b->sched_lock);   /* a queued marker still points at it: let it run */
+  flush_locked(b);
+  while (e->reached < e->recorded && !b->stopping) pthread_cond_wait(&b->done_cond, &b->sched_lock);
+  pthread_mutex_unlock(&b->sched_lock);
   pthread_mutex_lock(&b->objs_lock);
   if (e->prev) e->prev->next = e->next;
   else b->events = e->next;
@@ -638,22 +962,72 @@ static void sim_event_destroy(md_backend *b, md_event *e) {
 static md_status sim_event_record(md_backend *b, md_event *e, md_stream *s) {
   if (!sim_of(b) || !e || e->dev != b) return MD_INVALID_ARGUMENT;
   if (is_lost(b)) return MD_DEVICE_UNAVAILABLE;
-  /* Everything issued before it has run: the event is reached now. */
-  atomic_store_explicit(&e->reached_ns, atomic_load_explicit(&b->clock_ns, memory_order_relaxed) + 1,
-                        memory_order_release);
+  if (!s) {   /* everything issued synchronously has run: reached now */
+    pthread_mutex_lock(&b->sched_lock);
+    e->reached = ++e->recorded;
+    pthread_mutex_unlock(&b->sched_lock);
+    atomic_store_explicit(&e->reached_ns, atomic_load_explicit(&b->clock_ns, memory_order_relaxed) + 1,
+                          memory_order_release);
+    return MD_NONE;
+  }
+  cmd *c = calloc(1, sizeof *c);
+  if (!c) return MD_RESOURCE_EXHAUSTED_TRANSIENT;
+  c->kind = CMD_EVENT;
+  c->ev = e;
+  pthread_mutex_lock(&b->sched_lock);
+  if (b->stopping) {
+    pthread_mutex_unlock(&b->sched_lock);
+    free(c);
+    return MD_DEVICE_UNAVAILABLE;
+  }
+  c->gen = ++e->recorded;
+  issue_locked(b, s, c);
+  pthread_mutex_unlock(&b->sched_lock);
   return MD_NONE;
 }
 
 static md_status sim_event_wait(md_backend *b, md_event *e, uint64_t timeout_ns) {
   if (!sim_of(b) || !e || e->dev != b) return MD_INVALID_ARGUMENT;
-  if (is_lost(b)) return MD_DEVICE_UNAVAILABLE;
-  return MD_NONE;   /* recorded: reached at record; never recorded: counts as reached */
+  struct timespec dl;
+  if (timeout_ns != UINT64_MAX) {
+    clock_gettime(CLOCK_REALTIME, &dl);
+    uint64_t ns = (uint64_t)dl.tv_nsec + timeout_ns % 1000000000ull;
+    uint64_t sec = (uint64_t)dl.tv_sec + timeout_ns / 1000000000ull + ns / 1000000000ull;
+    dl.tv_sec = sec > (uint64_t)INT64_MAX ? INT64_MAX : (time_t)sec;
+    dl.tv_nsec = (long)(ns % 1000000000ull);
+  }
+  md_status st = MD_NONE;
+  pthread_mutex_lock(&b->sched_lock);
+  flush_locked(b);
+  while (e->reached < e->recorded && !b->stopping) {
+    if (timeout_ns == UINT64_MAX) {
+      pthread_cond_wait(&b->done_cond, &b->sched_lock);
+    } else if (timeout_ns == 0 || pthread_cond_timedwait(&b->done_cond, &b->sched_lock, &dl) == ETIMEDOUT) {
+      if (e->reached < e->recorded) st = MD_MISSED_DEADLINE_TRANSIENT;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&b->sched_lock);
+  if (st == MD_NONE && is_lost(b)) st = MD_DEVICE_UNAVAILABLE;
+  return st;
 }
 
 uint64_t md_sim_event_time_ns(md_backend *b, md_event *e) {
   if (!sim_of(b) || !e) return 0;
   uint64_t r = atomic_load_explicit(&e->reached_ns, memory_order_acquire);
   return r ? r - 1 : 0;
+}
+
+size_t md_sim_order(md_backend *b, md_sim_order_entry *out, size_t max, uint64_t *hash) {
+  if (hash) *hash = 0;
+  if (!sim_of(b)) return 0;
+  pthread_mutex_lock(&b->sched_lock);
+  uint64_t n = b->order_count, first = n > SIM_ORDER_LOG ? n - SIM_ORDER_LOG : 0;
+  size_t k = 0;
+  for (uint64_t i = first; i < n && k < max; i++) out[k++] = b->order_log[i % SIM_ORDER_LOG];
+  if (hash) *hash = b->order_hash;
+  pthread_mutex_unlock(&b->sched_lock);
+  return (size_t)n;
 }
 
 static const md_backend_ops sim_ops = {
@@ -680,6 +1054,7 @@ static const md_backend_ops sim_ops = {
     .event_destroy = sim_event_destroy,
     .event_record = sim_event_record,
     .event_wait = sim_event_wait,
+    .fault_point = sim_fault_point,
 };
 
 const md_backend_ops *md_sim_backend(void) { return &sim_ops; }

@@ -28,37 +28,38 @@
  * something that is not a live allocation are counted and reported on stderr (see
  * md_sim_report_last). Nothing aborts.
  *
- * Fault plans (md_backend_params.faults): `KIND@N[,KIND@N...]`, N >= 1 counting the calls of
- * that kind on this device since open (alloc: alloc(); copy: write(), read() and copy()
- * together; kernel and device_lost: launch()), whether or not they succeed; calls made after
- * the device is lost are not counted. A call that its own argument checks refuse keeps its
- * number but fires no fault (the fault is not moved to the next call).
- *   alloc_fail@N   the N-th alloc() fails RESOURCE_EXHAUSTED_TRANSIENT
- *   copy_fail@N    the N-th copy fails GENERAL_FAILURE and copies nothing
- *   kernel_fail@N  the N-th launch does not run its kernel; st gets GENERAL_FAILURE and
- *                  "sim: injected kernel failure (kernel_fail@N)"
- *   device_lost@N  the N-th launch does not run its kernel and the device is lost: it and
- *                  every later call returns DEVICE_UNAVAILABLE, except free (still releases),
- *                  close, info, stats, kernel_ptr and the destroy calls
+ * Fault plans (md_backend_params.faults): `KIND@N[,KIND@N...]`, N >= 1. They fire at the
+ * runtime's fault points (md_backend_ops.fault_point): the reference runtime calls one for
+ * each API call of the site's kind that has passed its argument checks, just before the
+ * call's device work, so the numbers count valid calls in call order (calls made after the
+ * device is lost are not counted):
+ *   alloc_fail@N   the N-th allocate call: RESOURCE_EXHAUSTED_TRANSIENT
+ *   copy_fail@N    the N-th copy_from/copy_to call: GENERAL_FAILURE
+ *   kernel_fail@N  the N-th execution (execute or execute_async): GENERAL_FAILURE, which the
+ *                  runtime reports as that execution's kernel status
+ *   device_lost@N  the N-th execution: DEVICE_UNAVAILABLE, and the device is lost: every
+ *                  later call returns DEVICE_UNAVAILABLE, except free (still releases),
+ *                  close, info, stats, kernel_ptr and the destroy calls; queued work fails.
+ * The backend's own calls (alloc, write, launch, ...) inject nothing.
  *
- * Execution, this round: synchronous. Every call does its work on the calling thread before
- * it returns, with or without a stream, and returns its status; on a stream, an error of work
- * that was accepted (an injected fault, a kernel failure, a red-zone hit, the launch that
- * loses the device) is also kept as the stream's error, which the next stream_sync returns
- * and clears. Errors found before work is accepted (bad pointers, bounds, a lost device) are
- * only returned. An event is reached when it is recorded; an event never recorded counts as
- * reached. latency_ns advances a simulated clock per launch (md_sim_clock_ns); nothing
- * sleeps. The seed is kept but nothing is scheduled yet.
+ * Execution. With a NULL stream every call does its work on the calling thread and returns
+ * its status. On a stream, work is queued and run by worker threads, in stream order; the call
+ * returns only the errors found before the work is accepted (bad pointers, bounds, a lost
+ * device), and the accepted work's errors (a kernel failure, a red-zone hit, a lost device)
+ * come from stream_sync, which returns the first one and clears it. A launch's md_kernel_call,
+ * its tensors and its md_kernel_status must stay valid until the stream is synchronized.
+ * Unseeded, two workers run ready streams, oldest command first. With a seed, one worker runs
+ * them in an order decided by the seed alone: issued work is held until a flush (stream_sync,
+ * event_wait, event_destroy), which releases it as a batch; the worker finishes a batch before
+ * the next and picks each next stream of the batch with a seeded draw, so the same calls in the
+ * same order give the same interleaving on every run (md_sim_order), and another seed another.
+ * Events are reached when the work issued before them has run; event_wait blocks up to its
+ * timeout (MISSED_DEADLINE_TRANSIENT). Destroying a stream or an event waits for its queued
+ * work.
  *
- * What issue 3 changes (the interface above stays): work on a non-NULL stream is queued and
- * run by worker threads in stream order, with a seeded scheduler choosing among the ready
- * streams; the call then returns only the errors found before the work is accepted, and the
- * accepted work's errors come from stream_sync (a launch's md_kernel_status and md_kernel_call
- * must then stay valid until the stream is synchronized). Events are reached when the work
- * before them has run; event_wait blocks up to its timeout. Fault numbers are given when a
- * call is made, not when its work runs, so a plan hits the same call whatever the schedule.
- * The clock becomes per stream (latency plus a copy bandwidth model), the device clock the
- * latest of them. */
+ * Time. A model, off by default: latency_ns per launch, copy_gbps for copies (bytes / GB/s).
+ * Synchronous work advances the device clock; queued work its stream's clock, and the device
+ * clock is at least the latest stream clock. Nothing sleeps. */
 #ifndef MD_SIM_BACKEND_H
 #define MD_SIM_BACKEND_H
 
@@ -96,15 +97,34 @@ typedef struct md_sim_stats {
   uint64_t refused_transient;   /* allocations that did not fit (injected failures excluded) */
   uint64_t bad_frees;           /* frees of something that is not a live allocation start */
   uint64_t bad_pointers;        /* copies and launches refused for a pointer or its bounds */
-  uint64_t alloc_calls, copy_calls, launch_calls;   /* the numbers fault plans count */
+  uint64_t alloc_calls, copy_calls, launch_calls;   /* backend calls */
   uint64_t clock_ns;            /* simulated device time */
   uint32_t lost;                /* 1 once the device is lost */
+  uint32_t workers;             /* worker threads started */
+  uint64_t site_calls[3];       /* fault points seen: allocate, copy, execution (md_fault_site) */
+  uint64_t commands_run;        /* queued commands run so far */
+  uint64_t order_hash;          /* FNV-1a of the order they ran in (stream, index, kind) */
 } md_sim_stats;
+
+/* One queued command that ran: its stream's creation number on the device (from 1), its number
+ * on that stream (from 1) and its kind (0 copy, 1 launch, 2 event). */
+typedef struct md_sim_order_entry {
+  uint64_t stream, index;
+  uint32_t kind;
+} md_sim_order_entry;
+
+/* Copies the last (up to 4096) commands run, oldest first, into out (at most max); *hash
+ * (when not NULL) gets the hash of the whole order. Returns how many commands have run. */
+size_t md_sim_order(md_backend *b, md_sim_order_entry *out, size_t max, uint64_t *hash);
+
+/* The modelled device time of one launch (is_launch) or one copy of `bytes`: 0 when the
+ * model is off. For runtimes that report simulated timings. */
+uint64_t md_sim_model_ns(md_backend *b, int is_launch, uint64_t bytes);
 
 /* Fills *out (zeros for a backend that is not sim). */
 void md_sim_stats_get(md_backend *b, md_sim_stats *out);
 
-/* Simulated device time in nanoseconds: latency_ns per launch so far. */
+/* Simulated device time in nanoseconds (see Time above). */
 uint64_t md_sim_clock_ns(md_backend *b);
 
 /* Simulated device time at which event e was reached (0: never recorded). */

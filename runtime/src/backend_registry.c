@@ -13,6 +13,14 @@ static const md_backend_ops *backends[MAX_BACKENDS];
 static unsigned n_backends;
 static pthread_once_t builtins_once = PTHREAD_ONCE_INIT;
 
+#ifdef MD_HAVE_HIP
+const md_backend_ops *md_hip_backend(void); /* hip_kernels/hip_backend.h */
+#define HIP_NOT_BUILT ""
+#else
+/* A build without the hip backend names the switch that would bring it. */
+#define HIP_NOT_BUILT " (hip: not built (MD_HIP=off))"
+#endif
+
 static md_status add(const md_backend_ops *ops) {
   if (!ops || !ops->name || ops->version != MD_BACKEND_VERSION || ops->struct_size < sizeof(md_backend_ops))
     return md__fail(MD_INVALID_ARGUMENT, "backend: ops table has an unknown version or size");
@@ -61,6 +69,7 @@ static md_status open_one(md_device *d, const md_backend_ops *ops) {
   p.seed = d->cfg.seed;
   p.has_seed = d->cfg.has_seed;
   p.latency_ns = d->cfg.latency_ns;
+  p.copy_gbps = d->cfg.copy_gbps;
   p.faults = d->cfg.faults[0] ? d->cfg.faults : NULL;
   char err[256] = "";
   md_status st = ops->open(&p, &d->bk, err, sizeof err);
@@ -80,7 +89,7 @@ md_status md__backend_open(md_device *d) {
   }
   const md_backend_ops *ops = md_backend_find(d->cfg.backend);
   if (!ops)
-    return md__fail(MD_DEVICE_UNAVAILABLE, "open_device: backend=%s: this driver was built without it",
-                    d->cfg.backend);
+    return md__fail(MD_DEVICE_UNAVAILABLE, "open_device: backend=%s: this driver was built without it%s",
+                    d->cfg.backend, strcmp(d->cfg.backend, "hip") == 0 ? HIP_NOT_BUILT : "");
   return open_one(d, ops);
 }

@@ -292,6 +292,7 @@ md_status md__allocate(md_device *d, md_handle client, const md_buffer_desc *des
                   (unsigned long long)bytes, (unsigned long long)d->info.mem_total);
     goto out;
   }
+  if ((st = md__fault_point(d, MD_FAULT_ALLOCATE, "allocate")) != MD_NONE) goto out;
   if (bytes) {
     /* Fully known dims: the memory comes now; otherwise with the first write. */
     st = d->be->alloc(d->bk, bytes, &b->first.mem);
@@ -405,6 +406,7 @@ md_status md__copy_from(md_device *d, md_handle client, md_token token, const md
     md__fail_prefix(st, "copy_from: token " TOKFMT, TOK(token));
     goto fail;
   }
+  if ((st = md__fault_point(d, MD_FAULT_COPY, "copy_from")) != MD_NONE) goto fail;
   char err[256] = "";
   st = d->be->write(d->bk, NULL, w.st->mem, 0, map.base, bytes, err, sizeof err);
   if (st != MD_NONE) {
@@ -483,6 +485,11 @@ md_status md__copy_to(md_device *d, md_handle client, md_token token, const md_m
     goto done;
   }
   if ((st = md__pool_acquire(c->pools, dst, MD__POOL_COPY, "copy_to: dst", &plan, &map)) != MD_NONE) goto done;
+  if ((st = md__fault_point(d, MD_FAULT_COPY, "copy_to")) != MD_NONE) {
+    /* A copy that failed on the device leaves the buffer's content unknown: uninitialized. */
+    md__buffer_uninit(b);
+    goto done;
+  }
   char err[256] = "";
   st = d->be->read(d->bk, NULL, map.base, s->mem, 0, bytes, err, sizeof err);
   if (st != MD_NONE) md__fail(st, "copy_to: token " TOKFMT ": device read failed: %s", TOK(token), err);

@@ -55,12 +55,13 @@ md_status md__config_parse(const char *text, md__config *out) {
     key[ke - kb] = '\0';
     memcpy(val, vb, (size_t)(ve - vb));
     val[ve - vb] = '\0';
-    static const char *const keys[] = {"backend", "mem_limit", "seed", "faults", "latency_ns"};
+    static const char *const keys[] = {"backend", "mem_limit", "seed", "faults", "latency_ns", "copy_gbps"};
     unsigned k = 0;
-    while (k < 5 && strcmp(key, keys[k]) != 0) k++;
-    if (k == 5)
+    while (k < 6 && strcmp(key, keys[k]) != 0) k++;
+    if (k == 6)
       return md__fail(MD_INVALID_ARGUMENT,
-                      "config: unknown key '%s' (known: backend, mem_limit, seed, faults, latency_ns)", key);
+                      "config: unknown key '%s' (known: backend, mem_limit, seed, faults, latency_ns, copy_gbps)",
+                      key);
     if (seen & (1u << k)) return md__fail(MD_INVALID_ARGUMENT, "config: key '%s' given twice", key);
     seen |= 1u << k;
     switch (k) {
@@ -86,6 +87,16 @@ md_status md__config_parse(const char *text, md__config *out) {
         if (parse_u64(val, &out->latency_ns))
           return md__fail(MD_INVALID_ARGUMENT, "config: latency_ns '%s' is not an unsigned integer", val);
         break;
+      case 5: {
+        char *gend;
+        errno = 0;
+        double g = strtod(val, &gend);
+        if (!*val || *gend || errno || !(g > 0) || g > 1e6)
+          return md__fail(MD_INVALID_ARGUMENT, "config: copy_gbps '%s' is not a bandwidth in GB/s (0 < x <= 1e6)",
+                          val);
+        out->copy_gbps = g;
+        break;
+      }
     }
   }
   return MD_NONE;

@@ -83,6 +83,7 @@ static md_status open_device(const char *config, md_device **out) {
   atomic_fetch_add(&md__kernel_registry_pins, 1);
   pthread_mutex_init(&d->q_lock, NULL);
   pthread_cond_init(&d->q_cond, NULL);
+  pthread_mutex_init(&d->lost_lock, NULL);
   *out = d;
   return MD_NONE;
 }
@@ -103,11 +104,43 @@ static void close_device(md_device *d) {
   atomic_fetch_sub(&md__kernel_registry_pins, 1);
   pthread_mutex_destroy(&d->q_lock);
   pthread_cond_destroy(&d->q_cond);
+  pthread_mutex_destroy(&d->lost_lock);
   free(d);
+}
+
+/* ---- device loss and fault points ---- */
+
+void md__device_lost(md_device *d, const char *why) {
+  pthread_mutex_lock(&d->lost_lock);
+  if (!atomic_load_explicit(&d->lost, memory_order_relaxed)) {
+    snprintf(d->lost_msg, sizeof d->lost_msg, "%s", why && *why ? why : "the backend reported it");
+    atomic_store_explicit(&d->lost, 1, memory_order_release);
+  }
+  pthread_mutex_unlock(&d->lost_lock);
+}
+
+md_status md__device_check(md_device *d, const char *fn) {
+  if (!atomic_load_explicit(&d->lost, memory_order_acquire)) return MD_NONE;
+  pthread_mutex_lock(&d->lost_lock);
+  md_status st = md__fail(MD_DEVICE_UNAVAILABLE, "%s: the device was lost (%s)", fn, d->lost_msg);
+  pthread_mutex_unlock(&d->lost_lock);
+  return st;
+}
+
+md_status md__fault_point(md_device *d, md_fault_site site, const char *fn) {
+  if (d->be->struct_size < offsetof(md_backend_ops, fault_point) + sizeof d->be->fault_point ||
+      !d->be->fault_point)
+    return MD_NONE;
+  char err[192] = "";
+  md_status st = d->be->fault_point(d->bk, site, err, sizeof err);
+  if (st == MD_NONE) return MD_NONE;
+  if (st == MD_DEVICE_UNAVAILABLE) md__device_lost(d, err);
+  return md__fail(st, "%s: %s", fn, err[0] ? err : "injected fault");
 }
 
 static md_status get_capabilities(md_device *d, md_capabilities *out) {
   if (!d || !out) return md__fail(MD_INVALID_ARGUMENT, "get_capabilities: %s is NULL", d ? "out" : "device");
+  if (md__device_check(d, "get_capabilities") != MD_NONE) return MD_DEVICE_UNAVAILABLE;
   /* struct_size: what the caller's struct holds (0: the v1 size). We fill what both know. */
   size_t n = out->struct_size ? out->struct_size : sizeof *out;
   if (n > sizeof *out) n = sizeof *out;
@@ -127,6 +160,7 @@ static md_status get_capabilities(md_device *d, md_capabilities *out) {
 static md_status get_supported_operations(md_device *d, const md_model *m, uint8_t *supported) {
   if (!d || !m || !supported)
     return md__fail(MD_INVALID_ARGUMENT, "get_supported_operations: %s is NULL", !d ? "device" : !m ? "model" : "supported");
+  if (md__device_check(d, "get_supported_operations") != MD_NONE) return MD_DEVICE_UNAVAILABLE;
   md_status st = md__model_supported(m, d->platform, supported);
   return st == MD_NONE ? st : md__fail_prefix(st, "get_supported_operations");
 }
@@ -135,6 +169,7 @@ static md_status get_supported_operations(md_device *d, const md_model *m, uint8
 
 static md_status open_client(md_device *d, md_handle *out) {
   if (!d || !out) return md__fail(MD_INVALID_ARGUMENT, "open_client: %s is NULL", d ? "client" : "device");
+  if (md__device_check(d, "open_client") != MD_NONE) return MD_DEVICE_UNAVAILABLE;
   md__client *c = calloc(1, sizeof *c);
   if (!c) return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "open_client: out of memory");
   md_status st = md__pool_cache_create(64, &c->pools);
@@ -270,6 +305,7 @@ md_status md__prepare_model(md_device *d, md_handle client, const md_model *mode
 
 static md_status release_prepared_model(md_device *d, md_handle client, md_handle prepared) {
   if (!d) return md__fail(MD_INVALID_ARGUMENT, "release_prepared_model: device is NULL");
+  if (md__device_check(d, "release_prepared_model") != MD_NONE) return MD_DEVICE_UNAVAILABLE;
   md__hentry *ce, *pe;
   md_status st = md__client_get(d, "release_prepared_model", client, &ce);
   if (st != MD_NONE) return st;
@@ -291,7 +327,13 @@ static const char *last_error(md_device *d) {
 
 /* Entry points that take a device check it here, so the implementations may assume one. */
 #define NEED_DEVICE(fn)                                                      \
-  if (!d) return md__fail(MD_INVALID_ARGUMENT, fn ": device is NULL")
+  if (!d) return md__fail(MD_INVALID_ARGUMENT, fn ": device is NULL");   \
+  if (atomic_load_explicit(&d->lost, memory_order_acquire)) return md__device_check(d, fn)
+
+static void clear_results(md_output_shape *shapes, uint32_t n_shapes, md_timing *timing) {
+  if (shapes && n_shapes) memset(shapes, 0, n_shapes * sizeof *shapes);
+  if (timing) timing->on_device_ns = timing->in_driver_ns = UINT64_MAX;
+}
 
 static md_status allocate(md_device *d, md_handle client, const md_buffer_desc *desc, const md_handle *prepared,
                           uint32_t n_prepared, const md_buffer_role *in, uint32_t n_in,
@@ -318,6 +360,7 @@ static md_status prepare_model(md_device *d, md_handle client, const md_model *m
 }
 static md_status execute(md_device *d, md_handle client, md_handle prepared, const md_request *r,
                          md_output_shape *shapes, uint32_t n_shapes, md_timing *timing) {
+  clear_results(shapes, n_shapes, timing);   /* SPEC 4: no shapes on failure, also a lost device's */
   NEED_DEVICE("execute");
   return md__execute(d, client, prepared, r, shapes, n_shapes, timing);
 }
@@ -328,6 +371,7 @@ static md_status execute_async(md_device *d, md_handle client, md_handle prepare
 }
 static md_status wait_event(md_device *d, md_handle client, md_handle event, uint64_t timeout_ns,
                             md_output_shape *shapes, uint32_t n_shapes, md_timing *timing) {
+  clear_results(shapes, n_shapes, timing);
   NEED_DEVICE("wait_event");
   return md__wait_event(d, client, event, timeout_ns, shapes, n_shapes, timing);
 }

@@ -15,6 +15,7 @@
 #include "error.h"
 #include "kernels/kernel_ctx.h"
 #include "runtime_int.h"
+#include "sim_backend.h"
 
 #define TOKFMT "0x%016llx"
 #define TOK(t) ((unsigned long long)(t))
@@ -49,6 +50,7 @@ typedef struct opnd_state {
 
 struct md__exec_ctx {
   md__exec_ctx *next;
+  md_stream *stream;         /* for asynchronous executions; made on first use */
   uint32_t n;                /* operands */
   opnd_state *os;            /* n */
   md_devptr *tmp;            /* n: device temporaries kept between executions */
@@ -85,6 +87,7 @@ void md__exec_ctx_free_all(md_device *d, md__prepared *p) {
     md__exec_ctx *next = c->next;
     for (uint32_t i = 0; i < c->n; i++)
       if (c->tmp[i]) d->be->free(d->bk, c->tmp[i]);
+    if (c->stream) d->be->stream_destroy(d->bk, c->stream);
     free(c);
     c = next;
   }
@@ -130,6 +133,8 @@ struct md__exec {
   md_output_shape *shapes;   /* n_out */
   md__pool_plan *plans;      /* per request pool, during validation */
   md_timing timing;
+  bool inject_kfail;         /* a fault plan's kernel_fail: the first kernel reports it */
+  char inject_msg[192];
   /* in, out, maps, tok, shapes and plans live in the same allocation, after this struct */
 };
 
@@ -400,6 +405,16 @@ static md_status exec_create(md_device *d, const char *fn, md_handle client, md_
                           &x->plans[i], &x->maps[i]);
     if (st != MD_NONE) goto fail;
   }
+  /* The backend's fault point (fault plans count valid executions): kernel_fail is reported
+   * by this execution's first kernel; device_lost fails the call itself. */
+  st = md__fault_point(d, MD_FAULT_EXECUTION, fn);
+  if (st == MD_GENERAL_FAILURE) {
+    x->inject_kfail = true;
+    snprintf(x->inject_msg, sizeof x->inject_msg, "%s", md__last_error());
+    md__clear_error();
+    st = MD_NONE;
+  }
+  if (st != MD_NONE) goto fail;
   x->req = NULL;
   *out = x;
   return MD_NONE;
@@ -440,7 +455,14 @@ static void deinit_device_outputs(md__exec *x, opnd_state *os) {
   }
 }
 
-static md_status bind_inputs(md__exec *x, md__exec_ctx *ctx) {
+/* Device time of one launch (is_launch) or copy of `bytes` that took `wall` ns: the sim's
+ * model when one is on (so timings look like a device's), else the wall time. */
+static uint64_t dev_time(md_device *d, int is_launch, uint64_t bytes, uint64_t wall) {
+  if (d->be != md_sim_backend() || (!d->cfg.latency_ns && !(d->cfg.copy_gbps > 0))) return wall;
+  return md_sim_model_ns(d->bk, is_launch, bytes);
+}
+
+static md_status bind_inputs(md__exec *x, md__exec_ctx *ctx, md_stream *stream, uint64_t *dev_ns) {
   opnd_state *os = ctx->os;
   md_device *d = x->d;
   const md__model *m = x->p->model;
@@ -480,8 +502,9 @@ static md_status bind_inputs(md__exec *x, md__exec_ctx *ctx) {
       md_status st = ctx_dev(d, ctx, m->inputs[i], s->bytes, &s->dev);
       if (st != MD_NONE) return md__fail(st, "input %u: cannot allocate %llu bytes of device memory", i, (unsigned long long)s->bytes);
       err[0] = '\0';
-      st = d->be->write(d->bk, NULL, s->dev, 0, src, s->bytes, err, sizeof err);
+      st = d->be->write(d->bk, stream, s->dev, 0, src, s->bytes, err, sizeof err);
       if (st != MD_NONE) return md__fail(st, "input %u: copying to the device: %s", i, err);
+      *dev_ns += dev_time(d, 0, s->bytes, 0);
     } else {
       if (a->rd->capacity < s->bytes)
         return md__fail(MD_GENERAL_FAILURE, "input %u: buffer holds %llu bytes, %llu needed", i,
@@ -515,7 +538,7 @@ static void tensor_of(md_device *d, const md__operand *o, const opnd_state *s, m
 }
 
 /* Computes output dims, places the outputs and runs one operation. */
-static md_status run_op(md__exec *x, md__exec_ctx *ctx, uint32_t n, uint64_t *dev_ns) {
+static md_status run_op(md__exec *x, md__exec_ctx *ctx, md_stream *stream, uint32_t n, uint64_t *dev_ns) {
   opnd_state *os = ctx->os;
   md_device *d = x->d;
   const md__model *m = x->p->model;
@@ -645,14 +668,33 @@ static md_status run_op(md__exec *x, md__exec_ctx *ctx, uint32_t n, uint64_t *de
       .stream = NULL, .ctx = &kctx, .user = k->user};
   memset(&kst, 0, sizeof kst);
   uint64_t t0 = now_ns();
-  st = d->be->launch(d->bk, NULL, k, &call, &kst);
-  *dev_ns += now_ns() - t0;
+  if (x->inject_kfail) {
+    /* The fault plan's kernel_fail: this kernel reports failure instead of running. */
+    x->inject_kfail = false;
+    kst.code = MD_GENERAL_FAILURE;
+    snprintf(kst.message, sizeof kst.message, "%s", x->inject_msg);
+    st = MD_NONE;
+  } else {
+    st = d->be->launch(d->bk, stream, k, &call, &kst);
+    if (st == MD_NONE && stream) {
+      /* Queued: the kernel runs on the device's worker; call, tensors and kst live here until
+       * it is done. Its failure comes back through the sync as well as through kst. */
+      char err[256] = "";
+      md_status ss = d->be->stream_sync(d->bk, stream, err, sizeof err);
+      if (ss != MD_NONE && kst.code == MD_NONE) {
+        kst.code = ss;
+        snprintf(kst.message, sizeof kst.message, "%s", err);
+      }
+    }
+  }
+  *dev_ns += dev_time(d, 1, 0, now_ns() - t0);
   md__kctx_release(&kctx);
   if (st == MD_NONE && kst.code != MD_NONE) st = kst.code;
   if (st != MD_NONE) {
     /* SPEC 4: a kernel that reports failure makes the execution GENERAL_FAILURE. */
     md_status ret = st == MD_DEVICE_UNAVAILABLE ? st : MD_GENERAL_FAILURE;
     st = md__fail(ret, "kernel failed: %s", kst.message[0] ? kst.message : md__last_error());
+    if (ret == MD_DEVICE_UNAVAILABLE) md__device_lost(d, kst.message);
   }
 out:
   if (ii != info) free(ii);
@@ -672,19 +714,24 @@ static void release_states(md__exec *x, opnd_state *os) {
 
 /* Runs a validated execution. Fills x->shapes and x->timing; the message of a failure is
  * the calling thread's last error. */
-static md_status exec_run(md__exec *x) {
+static md_status exec_run(md__exec *x, bool async) {
   md_device *d = x->d;
   const md__model *m = x->p->model;
   uint64_t t0 = now_ns(), dev_ns = 0;
   md__exec_ctx *ctx = ctx_get(x->p);
   md_status st;
   if (!ctx) return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "execute: out of host memory");
+  /* An asynchronous execution queues its device work on the context's stream, so its kernels
+   * run on the device's workers, after execute_async has returned. */
+  md_stream *stream = NULL;
+  if (async && !ctx->stream && d->be->stream_create(d->bk, &ctx->stream) != MD_NONE) ctx->stream = NULL;
+  if (async) stream = ctx->stream;
   opnd_state *os = ctx->os;
   memset(os, 0, ctx->n * sizeof *os);
-  st = bind_inputs(x, ctx);
+  st = bind_inputs(x, ctx, stream, &dev_ns);
   if (st != MD_NONE) md__fail_prefix(st, "execute");
   for (uint32_t n = 0; n < m->n_operations && st == MD_NONE; n++) {
-    st = run_op(x, ctx, n, &dev_ns);
+    st = run_op(x, ctx, stream, n, &dev_ns);
     if (st != MD_NONE) md__fail_prefix(st, "execute: operation %u (%s)", n, m->operations[n].name);
   }
   bool short_out = false;
@@ -726,10 +773,17 @@ static md_status exec_run(md__exec *x) {
         continue;
       }
       char err[256] = "";
-      st = d->be->read(d->bk, NULL, dst, s->dev, s->dev_off, s->bytes, err, sizeof err);
+      st = d->be->read(d->bk, stream, dst, s->dev, s->dev_off, s->bytes, err, sizeof err);
       if (st != MD_NONE) md__fail(st, "execute: output %u: copying from the device: %s", i, err);
+      dev_ns += dev_time(d, 0, s->bytes, 0);
+    }
+    if (stream) {
+      char err[256] = "";
+      md_status ss = d->be->stream_sync(d->bk, stream, err, sizeof err);
+      if (ss != MD_NONE && st == MD_NONE) st = md__fail(ss, "execute: copying outputs from the device: %s", err);
     }
   }
+  if (st == MD_DEVICE_UNAVAILABLE) md__device_lost(d, md__last_error());
   if (st == MD_NONE) {
     for (uint32_t i = 0; i < x->n_out; i++) {
       opnd_state *s = &os[m->outputs[i]];
@@ -764,7 +818,7 @@ md_status md__execute(md_device *d, md_handle client, md_handle prepared, const 
   if (timing) timing->on_device_ns = timing->in_driver_ns = UINT64_MAX;
   md_status st = exec_create(d, "execute", client, prepared, req, &x);
   if (st != MD_NONE) return st;
-  st = exec_run(x);
+  st = exec_run(x, false);
   give_results(x, st, shapes, n_shapes, timing);
   exec_free(x);
   return st;
@@ -792,7 +846,7 @@ static void *worker_main(void *arg) {
     pthread_mutex_unlock(&d->q_lock);
 
     md__clear_error();
-    md_status st = exec_run(x);
+    md_status st = exec_run(x, true);
     md__event *ev = x->ee->obj;
     pthread_mutex_lock(&ev->lock);
     ev->status = st;

@@ -29,6 +29,7 @@ typedef struct md__config {
   uint64_t seed;
   bool has_seed;
   uint64_t latency_ns;
+  double copy_gbps;          /* simulated copy bandwidth; 0: not modelled */
   char faults[256];          /* "" when none */
 } md__config;
 
@@ -123,7 +124,20 @@ struct md_device {
   pthread_t workers[2];
   uint32_t n_workers;
   bool stopping;
+  /* device loss: once set, every call but close_client/close_device is DEVICE_UNAVAILABLE */
+  _Atomic int lost;
+  pthread_mutex_t lost_lock;
+  char lost_msg[160];
 };
+
+/* Marks the device lost (the first message is kept). */
+void md__device_lost(md_device *d, const char *why);
+/* DEVICE_UNAVAILABLE naming fn when the device is lost; MD_NONE otherwise. */
+md_status md__device_check(md_device *d, const char *fn);
+/* The backend's fault point for one call of `fn` at `site` (md_backend_ops.fault_point):
+ * MD_NONE, or the injected status with "fn: <backend message>" as the last error. A
+ * DEVICE_UNAVAILABLE marks the device lost. */
+md_status md__fault_point(md_device *d, md_fault_site site, const char *fn);
 
 /* ---- shared between files ---- */
 /* Looks up a client handle; INVALID_ARGUMENT with "<fn>: client 0x..: <why>" if not live. */

@@ -127,11 +127,15 @@ static inline md_tensor simt_tensor(void *data, uint64_t floats) {
   return t;
 }
 
-/* Launches k with output `out` (and input `in` when non-NULL) on stream s. */
+/* Launches k with output `out` (and input `in` when non-NULL) on stream s. Work on a stream
+ * runs later, so the call lives in a per-thread ring of 256 (a test syncs before it issues
+ * that many launches); in, out and st must outlive the sync. */
 static inline md_status simt_launch(md_stream *s, const md_kernel_def *k, md_tensor *in, md_tensor *out,
                                     md_kernel_status *st) {
   simt *t = simt_get();
-  md_kernel_call c;
+  static _Thread_local md_kernel_call ring[256];
+  static _Thread_local unsigned next;
+  md_kernel_call *cp = &ring[next++ % 256], c;
   memset(&c, 0, sizeof c);
   c.struct_size = sizeof c;
   c.platform = "sim";
@@ -142,7 +146,8 @@ static inline md_status simt_launch(md_stream *s, const md_kernel_def *k, md_ten
   c.stream = (void *)0x1;   /* the backend must hand kernels NULL on sim */
   c.user = k->user;
   memset(st, 0, sizeof *st);
-  return t->ops->launch(t->dev, s, k, &c, st);
+  *cp = c;
+  return t->ops->launch(t->dev, s, k, cp, st);
 }
 
 /* "0x5111..." as the messages print a devptr. */

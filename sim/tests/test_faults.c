@@ -1,5 +1,7 @@
-/* test_faults.c - fault plans: each kind gives its status at exactly the N-th call of its kind,
- * device_lost is sticky, malformed plans are refused naming the item. */
+/* test_faults.c - fault plans: each kind fires at exactly the N-th fault point of its site
+ * (md_backend_ops.fault_point: the runtime calls one per allocate / copy / execution),
+ * device_lost is sticky and fails queued work, the backend's own calls inject nothing, and
+ * malformed plans are refused naming the item. */
 #include "sim_test.h"
 
 #include <criterion/parameterized.h>
@@ -10,151 +12,116 @@ TestSuite(faults, .fini = simt_close);
 
 static float *kp(md_devptr p) { return simt_get()->ops->kernel_ptr(simt_get()->dev, p); }
 
-Test(faults, alloc_fail_fires_at_exactly_the_nth_alloc) {
-  md_backend *d = simt_open(16 * MIB, "alloc_fail@3", 0);
-  const md_backend_ops *ops = simt_get()->ops;
-  md_devptr p[5] = {0};
-  cr_expect_eq(ops->alloc(d, 100, &p[0]), MD_NONE);
-  cr_expect_eq(ops->alloc(d, 100, &p[1]), MD_NONE);
-  cr_expect_eq(ops->alloc(d, 100, &p[2]), MD_RESOURCE_EXHAUSTED_TRANSIENT, "the 3rd alloc");
-  cr_expect_eq(p[2], 0);
-  cr_expect_eq(ops->alloc(d, 100, &p[3]), MD_NONE, "the 4th runs normally");
-  cr_expect_eq(ops->alloc(d, 100, &p[4]), MD_NONE);
-  md_sim_stats s = simt_stats();
-  cr_expect_eq(s.common.faults_fired, 1);
-  cr_expect_eq(s.refused_transient, 0, "an injected failure is not a real refusal");
-  cr_expect_eq(s.alloc_calls, 5);
-  for (int i = 0; i < 5; i++) ops->free(d, p[i]);
+static md_status point(md_fault_site site, char *err, size_t n) {
+  return simt_get()->ops->fault_point(simt_get()->dev, site, err, n);
 }
 
-Test(faults, copy_fail_fires_at_exactly_the_nth_copy_of_any_direction) {
-  md_backend *d = simt_open(16 * MIB, "copy_fail@3", 0);
-  const md_backend_ops *ops = simt_get()->ops;
-  md_devptr a = simt_alloc(16), b = simt_alloc(16);
+Test(faults, alloc_fail_fires_at_exactly_the_nth_allocate_point) {
+  simt_open(16 * MIB, "alloc_fail@3", 0);
   char err[256] = "";
-  uint8_t buf[16] = {1, 2, 3}, back[16];
-  cr_expect_eq(ops->write(d, NULL, a, 0, buf, 16, err, sizeof err), MD_NONE, "copy 1");
-  cr_expect_eq(ops->read(d, NULL, back, a, 0, 16, err, sizeof err), MD_NONE, "copy 2");
-  cr_expect_eq(ops->copy(d, NULL, b, 0, a, 0, 16, err, sizeof err), MD_GENERAL_FAILURE, "copy 3");
-  cr_expect_str_eq(err, "sim: injected copy failure (copy_fail@3)");
-  cr_expect_eq(ops->read(d, NULL, back, b, 0, 16, err, sizeof err), MD_NONE, "copy 4");
-  for (int i = 0; i < 16; i++) cr_expect_eq(back[i], 0, "the failed copy copied nothing");
+  cr_expect_eq(point(MD_FAULT_ALLOCATE, err, sizeof err), MD_NONE);
+  cr_expect_eq(point(MD_FAULT_ALLOCATE, err, sizeof err), MD_NONE);
+  cr_expect_eq(point(MD_FAULT_COPY, err, sizeof err), MD_NONE, "other sites keep their own numbers");
+  cr_expect_eq(point(MD_FAULT_ALLOCATE, err, sizeof err), MD_RESOURCE_EXHAUSTED_TRANSIENT, "the 3rd allocate");
+  cr_expect_str_eq(err, "sim: injected device allocation failure (alloc_fail@3)");
+  cr_expect_eq(point(MD_FAULT_ALLOCATE, err, sizeof err), MD_NONE, "the 4th runs normally");
   md_sim_stats s = simt_stats();
   cr_expect_eq(s.common.faults_fired, 1);
-  cr_expect_eq(s.common.copies, 3);
-  cr_expect_eq(s.copy_calls, 4);
-  ops->free(d, a);
-  ops->free(d, b);
+  cr_expect_eq(s.site_calls[MD_FAULT_ALLOCATE], 4);
+  cr_expect_eq(s.site_calls[MD_FAULT_COPY], 1);
 }
 
-static int runs;
-static void counting_kernel(const md_kernel_call *c, md_kernel_status *st) { runs++; }
-
-Test(faults, kernel_fail_fires_at_exactly_the_nth_launch_without_running_it) {
-  md_backend *d = simt_open(16 * MIB, "kernel_fail@2", 0);
+Test(faults, the_backends_own_calls_inject_nothing) {
+  md_backend *d = simt_open(16 * MIB, "alloc_fail@1,copy_fail@1,kernel_fail@1,device_lost@2", 0);
   const md_backend_ops *ops = simt_get()->ops;
-  md_devptr out = simt_alloc(64);
-  md_kernel_def k = simt_kernel("count", counting_kernel);
-  md_tensor t = simt_tensor(kp(out), 16);
+  md_devptr p = simt_alloc(64);
+  uint8_t buf[64] = {0};
+  cr_expect_eq(ops->write(d, NULL, p, 0, buf, 64, NULL, 0), MD_NONE);
+  md_kernel_def k = simt_kernel("fill", simt_k_fill);
+  md_tensor t = simt_tensor(kp(p), 16);
   md_kernel_status st;
-  md_stream *s;
-  cr_assert_eq(ops->stream_create(d, &s), MD_NONE);
-  cr_expect_eq(simt_launch(s, &k, NULL, &t, &st), MD_NONE);
-  cr_expect_eq(runs, 1);
-  cr_expect_eq(simt_launch(s, &k, NULL, &t, &st), MD_GENERAL_FAILURE, "the 2nd launch");
-  cr_expect_eq(st.code, MD_GENERAL_FAILURE);
-  cr_expect_str_eq(st.message, "sim: injected kernel failure (kernel_fail@2)");
-  cr_expect_eq(runs, 1, "the injected failure replaces the kernel");
-  cr_expect_eq(simt_launch(s, &k, NULL, &t, &st), MD_NONE, "the next launch runs normally");
-  cr_expect_eq(runs, 2);
-  char err[256];
-  cr_expect_eq(ops->stream_sync(d, s, err, sizeof err), MD_GENERAL_FAILURE);
-  cr_expect_str_eq(err, "sim: injected kernel failure (kernel_fail@2)");
-  cr_expect_eq(simt_stats().common.faults_fired, 1);
-  ops->stream_destroy(d, s);
-  ops->free(d, out);
-}
-
-Test(faults, device_lost_fires_at_the_nth_launch_and_is_sticky) {
-  md_backend *d = simt_open(16 * MIB, "device_lost@2", 0);
-  const md_backend_ops *ops = simt_get()->ops;
-  md_devptr out = simt_alloc(64), other = simt_alloc(64);
-  md_kernel_def k = simt_kernel("count", counting_kernel);
-  md_tensor t = simt_tensor(kp(out), 16);
-  md_kernel_status st;
-  md_stream *s;
-  md_event *e;
-  cr_assert_eq(ops->stream_create(d, &s), MD_NONE);
-  cr_assert_eq(ops->event_create(d, &e), MD_NONE);
-  cr_expect_eq(simt_launch(s, &k, NULL, &t, &st), MD_NONE);
-  cr_expect_eq(simt_launch(s, &k, NULL, &t, &st), MD_DEVICE_UNAVAILABLE, "the 2nd launch loses the device");
-  cr_expect(strstr(st.message, "device_lost@2") != NULL, "%s", st.message);
-  cr_expect_eq(runs, 1);
-  /* From now on every operation says so. */
-  char err[256];
-  uint8_t buf[4] = {0};
-  md_devptr p = 0;
-  md_stream *s2 = NULL;
-  md_event *e2 = NULL;
-  cr_expect_eq(simt_launch(s, &k, NULL, &t, &st), MD_DEVICE_UNAVAILABLE);
-  cr_expect_eq(simt_launch(NULL, &k, NULL, &t, &st), MD_DEVICE_UNAVAILABLE);
-  cr_expect_eq(ops->alloc(d, 64, &p), MD_DEVICE_UNAVAILABLE);
-  cr_expect_eq(ops->write(d, NULL, out, 0, buf, 4, err, sizeof err), MD_DEVICE_UNAVAILABLE);
-  cr_expect(strstr(err, "device lost") != NULL, "%s", err);
-  cr_expect_eq(ops->read(d, NULL, buf, out, 0, 4, err, sizeof err), MD_DEVICE_UNAVAILABLE);
-  cr_expect_eq(ops->copy(d, NULL, other, 0, out, 0, 4, err, sizeof err), MD_DEVICE_UNAVAILABLE);
-  cr_expect_eq(ops->stream_create(d, &s2), MD_DEVICE_UNAVAILABLE);
-  cr_expect_eq(ops->event_create(d, &e2), MD_DEVICE_UNAVAILABLE);
-  cr_expect_eq(ops->event_record(d, e, s), MD_DEVICE_UNAVAILABLE);
-  cr_expect_eq(ops->event_wait(d, e, 0), MD_DEVICE_UNAVAILABLE);
-  cr_expect_eq(ops->stream_sync(d, s, err, sizeof err), MD_DEVICE_UNAVAILABLE);
-  cr_expect_eq(ops->stream_sync(d, s, err, sizeof err), MD_DEVICE_UNAVAILABLE, "still lost after a sync");
-  cr_expect_eq(ops->stream_sync(d, NULL, err, sizeof err), MD_DEVICE_UNAVAILABLE);
-  cr_expect_null(s2);
-  cr_expect_null(e2);
-  cr_expect_eq(runs, 1);
-  md_sim_stats stats = simt_stats();
-  cr_expect_eq(stats.lost, 1);
-  cr_expect_eq(stats.common.faults_fired, 1);
-  cr_expect_eq(stats.launch_calls, 2, "calls on a lost device are not counted");
-  /* Releasing still works; close releases the rest (leak check in the ASan build). */
-  ops->free(d, out);
-  cr_expect_eq(simt_stats().common.frees, 1);
-  simt_get()->allow_live = 1;
-}
-
-Test(faults, several_items_fire_each_at_its_own_call) {
-  md_backend *d = simt_open(16 * MIB, "alloc_fail@1,alloc_fail@3,kernel_fail@1,alloc_fail@3", 0);
-  const md_backend_ops *ops = simt_get()->ops;
-  md_devptr p[4] = {0};
-  md_status want[4] = {MD_RESOURCE_EXHAUSTED_TRANSIENT, MD_NONE, MD_RESOURCE_EXHAUSTED_TRANSIENT, MD_NONE};
-  for (int i = 0; i < 4; i++) cr_expect_eq(ops->alloc(d, 64, &p[i]), want[i], "alloc %d", i + 1);
-  md_kernel_def k = simt_kernel("count", counting_kernel);
-  md_tensor t = simt_tensor(kp(p[1]), 16);
-  md_kernel_status st;
-  cr_expect_eq(simt_launch(NULL, &k, NULL, &t, &st), MD_GENERAL_FAILURE);
   cr_expect_eq(simt_launch(NULL, &k, NULL, &t, &st), MD_NONE);
-  cr_expect_eq(simt_stats().common.faults_fired, 3);
-  ops->free(d, p[1]);
-  ops->free(d, p[3]);
-}
-
-Test(faults, a_call_refused_by_its_own_checks_keeps_its_number_and_fires_nothing) {
-  md_backend *d = simt_open(16 * MIB, "alloc_fail@1,copy_fail@1", 0);
-  const md_backend_ops *ops = simt_get()->ops;
-  md_devptr p = 0;
-  cr_expect_eq(ops->alloc(d, 0, &p), MD_INVALID_ARGUMENT, "alloc 1: refused by its own check");
-  cr_expect_eq(ops->alloc(d, 64, &p), MD_NONE, "alloc 2: the fault did not move here");
-  uint8_t b[128] = {0};
-  cr_expect_eq(ops->write(d, NULL, p, 0, b, 128, NULL, 0), MD_GENERAL_FAILURE, "copy 1: out of bounds");
-  cr_expect_eq(ops->write(d, NULL, p, 0, b, 64, NULL, 0), MD_NONE, "copy 2");
+  cr_expect_eq(simt_launch(NULL, &k, NULL, &t, &st), MD_NONE);
   cr_expect_eq(simt_stats().common.faults_fired, 0);
   ops->free(d, p);
+}
+
+Test(faults, copy_and_kernel_fail_fire_at_their_own_numbers) {
+  simt_open(16 * MIB, "copy_fail@2,kernel_fail@1", 0);
+  char err[256] = "";
+  cr_expect_eq(point(MD_FAULT_COPY, err, sizeof err), MD_NONE);
+  cr_expect_eq(point(MD_FAULT_EXECUTION, err, sizeof err), MD_GENERAL_FAILURE);
+  cr_expect_str_eq(err, "sim: injected kernel failure (kernel_fail@1)");
+  cr_expect_eq(point(MD_FAULT_COPY, err, sizeof err), MD_GENERAL_FAILURE);
+  cr_expect_str_eq(err, "sim: injected copy failure (copy_fail@2)");
+  cr_expect_eq(point(MD_FAULT_EXECUTION, err, sizeof err), MD_NONE, "the next execution runs normally");
+  cr_expect_eq(simt_stats().common.faults_fired, 2);
+  cr_expect_eq(simt_stats().lost, 0);
+}
+
+static void counting_kernel(const md_kernel_call *c, md_kernel_status *st) {
+  atomic_fetch_add((_Atomic int *)c->user, 1);
+}
+
+Test(faults, device_lost_is_sticky_and_fails_queued_work) {
+  md_backend *d = simt_open(16 * MIB, "device_lost@2", 0);
+  const md_backend_ops *ops = simt_get()->ops;
+  simt_get()->allow_live = 1;
+  md_devptr out = simt_alloc(64);
+  _Atomic int runs = 0;
+  md_kernel_def k = simt_kernel("count", counting_kernel);
+  k.user = (void *)&runs;
+  md_tensor t = simt_tensor(kp(out), 16);
+  md_kernel_status st;
+  md_stream *s;
+  cr_assert_eq(ops->stream_create(d, &s), MD_NONE);
+  char err[256] = "";
+  cr_expect_eq(point(MD_FAULT_EXECUTION, err, sizeof err), MD_NONE);
+  cr_expect_eq(point(MD_FAULT_EXECUTION, err, sizeof err), MD_DEVICE_UNAVAILABLE, "the 2nd execution");
+  cr_expect(strstr(err, "device_lost@2") != NULL, "%s", err);
+  cr_expect_eq(point(MD_FAULT_EXECUTION, err, sizeof err), MD_DEVICE_UNAVAILABLE, "sticky");
+  cr_expect_eq(simt_launch(s, &k, NULL, &t, &st), MD_DEVICE_UNAVAILABLE);
+  md_devptr p = 0;
+  cr_expect_eq(ops->alloc(d, 16, &p), MD_DEVICE_UNAVAILABLE);
+  uint8_t b[8];
+  cr_expect_eq(ops->read(d, NULL, b, out, 0, 8, err, sizeof err), MD_DEVICE_UNAVAILABLE);
+  cr_expect_eq(ops->stream_sync(d, s, err, sizeof err), MD_DEVICE_UNAVAILABLE);
+  cr_expect_eq(atomic_load(&runs), 0);
+  md_sim_stats ss = simt_stats();
+  cr_expect_eq(ss.lost, 1);
+  cr_expect_eq(ss.site_calls[MD_FAULT_EXECUTION], 2, "calls after the loss are not counted");
+  ops->stream_destroy(d, s);
+  ops->free(d, out);   /* free still releases */
+  cr_expect_eq(simt_stats().common.bytes_live, 0);
+}
+
+Test(faults, a_loss_fails_work_queued_before_it_that_has_not_run) {
+  md_backend *d = simt_open(16 * MIB, "device_lost@1", 0);
+  const md_backend_ops *ops = simt_get()->ops;
+  md_devptr out = simt_alloc(64);
+  md_stream *s;
+  cr_assert_eq(ops->stream_create(d, &s), MD_NONE);
+  /* A seedless device runs queued work at once; the loss may come before or after it. Either
+   * way the sync reports the loss, and nothing crashes or hangs. */
+  _Atomic int runs = 0;
+  md_kernel_def k = simt_kernel("count", counting_kernel);
+  k.user = (void *)&runs;
+  md_tensor t = simt_tensor(kp(out), 16);
+  md_kernel_status st;
+  cr_expect_eq(simt_launch(s, &k, NULL, &t, &st), MD_NONE);
+  char err[256] = "";
+  cr_expect_eq(point(MD_FAULT_EXECUTION, err, sizeof err), MD_DEVICE_UNAVAILABLE);
+  cr_expect_eq(ops->stream_sync(d, s, err, sizeof err), MD_DEVICE_UNAVAILABLE);
+  ops->stream_destroy(d, s);
+  ops->free(d, out);
 }
 
 Test(faults, empty_plan_injects_nothing) {
   md_backend *d = simt_open(16 * MIB, "", 0);
   md_devptr p = simt_alloc(64);
+  char err[64];
+  for (int i = 0; i < 3; i++)
+    for (int site = 0; site < 3; site++) cr_expect_eq(point((md_fault_site)site, err, sizeof err), MD_NONE);
   simt_get()->ops->free(d, p);
   cr_expect_eq(simt_stats().common.faults_fired, 0);
 }

@@ -33,7 +33,15 @@ typedef struct md_backend_params {
   int has_seed;
   uint64_t latency_ns;                   /* simulated launch latency; 0 = none */
   const char *faults;                    /* simulator fault plan or NULL */
+  double copy_gbps;                      /* simulated copy bandwidth, GB/s; 0 = not modelled */
 } md_backend_params;
+
+/* Where the runtime asks the backend whether a planned fault fires (fault_point). */
+typedef enum md_fault_site {
+  MD_FAULT_ALLOCATE = 0,                 /* each allocate call */
+  MD_FAULT_COPY = 1,                     /* each copy_from / copy_to call */
+  MD_FAULT_EXECUTION = 2                 /* each execute / execute_async call */
+} md_fault_site;
 
 typedef struct md_backend_info {
   char device_name[64];
@@ -99,6 +107,16 @@ typedef struct md_backend_ops {
   md_status (*event_record)(md_backend *b, md_event *e, md_stream *s);
   /* MD_NONE once reached; MISSED_DEADLINE_TRANSIENT after timeout_ns (UINT64_MAX: forever). */
   md_status (*event_wait)(md_backend *b, md_event *e, uint64_t timeout_ns);
+
+  /* Optional (NULL: the backend injects no faults). The runtime calls it once per API call of
+   * the site's kind, numbered in call order, before doing the call's device work. Returns
+   * MD_NONE, or the injected failure with a message in err:
+   *   ALLOCATE   RESOURCE_EXHAUSTED_TRANSIENT (alloc_fail@N)
+   *   COPY       GENERAL_FAILURE (copy_fail@N)
+   *   EXECUTION  GENERAL_FAILURE (kernel_fail@N: the runtime reports it as the execution's
+   *              kernel status) or DEVICE_UNAVAILABLE (device_lost@N: the device is lost,
+   *              every later backend call fails with DEVICE_UNAVAILABLE). */
+  md_status (*fault_point)(md_backend *b, md_fault_site site, char *err, size_t errlen);
 } md_backend_ops;
 
 /* Registry of backends, process-wide. md_backend_register fails (INVALID_ARGUMENT) on a
