@@ -37,9 +37,14 @@ md_status md__buffer_write_begin(md_device *d, md__buffer *b, uint64_t bytes, md
   /* Nobody else holds it (references are only taken under this lock): write in place. The
    * acquire pairs with the release of the last other holder's put, so its reads of the old
    * content happen before these writes. */
+#ifdef MD_MUTANT_writers_unguarded
+  /* Mutant: always in place, under readers and other writers, and readers are not told. */
+  if (cur && cur->capacity >= bytes) {
+#else
   if (cur && cur->capacity >= bytes && !b->writing &&
       atomic_load_explicit(&cur->ref.n, memory_order_acquire) == 1) {
     b->writing = true;
+#endif
     w->st = storage_get_locked(b);
     w->in_place = true;
     md__spin_unlock(&b->lock);
@@ -509,6 +514,16 @@ md_status md__free_buffer(md_device *d, md_handle client, md_token token) {
   /* The token dies now; the memory goes when the last call or execution using it ends. */
   if (!md__handle_kill(&d->ht, be, token))
     st = md__fail(MD_INVALID_ARGUMENT, "free_buffer: token " TOKFMT ": was already released", TOK(token));
+#ifdef MD_MUTANT_free_under_kernel
+  /* Mutant: the device memory goes with the token, whoever still uses it. */
+  else {
+    md__buffer *mb = be->obj;
+    md__spin_lock(&mb->lock);
+    md__storage *ms = mb->st;
+    md__spin_unlock(&mb->lock);
+    if (ms && ms->mem) d->be->free(d->bk, ms->mem);
+  }
+#endif
   md__handle_put(&d->ht, be);
   md__handle_put(&d->ht, ce);
   return st;

@@ -73,7 +73,9 @@ md_status md__handle_issue_tagged(md__htable *t, md__kind kind, uint64_t owner, 
     t->next_unused++;
     e = slot_entry(t, slot);
   }
+#ifndef MD_MUTANT_stale_slot_token
   e->gen++;
+#endif
   atomic_store_explicit(&e->kind, (uint8_t)kind, memory_order_relaxed);
   e->owner = owner;
   e->obj = obj;

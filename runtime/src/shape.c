@@ -41,8 +41,13 @@ int md__dims_combine(uint32_t ra, const uint32_t *da, uint32_t rb, const uint32_
   }
   uint32_t tmp[MD_MAX_RANK];
   for (uint32_t i = 0; i < ra; i++) {
+#ifdef MD_MUTANT_combine_zero_wrong
+    /* Mutant: 0 is compared like any other extent instead of meaning "unknown". */
+    if (db[i] == da[i]) tmp[i] = da[i];
+#else
     if (da[i] == 0) tmp[i] = db[i];
     else if (db[i] == 0 || db[i] == da[i]) tmp[i] = da[i];
+#endif
     else {
       if (axis) *axis = i;
       return -1;
