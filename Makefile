@@ -23,8 +23,11 @@ build: deps
 	$(call configure,$(BUILD),)
 	cmake --build $(BUILD) -j $(JOBS)
 
+# The main job: replay the conformance corpus on the simulator, log every result to
+# results/mdc.db and print the summary (exit status non-zero on anything unexpected).
+RESULTS_DB   ?= results/mdc.db
 run: build
-	$(BUILD)/examples/md_demo
+	$(BUILD)/conformance/mdc/mdc replay --config backend=sim --db $(RESULTS_DB) conformance/traces
 
 test: test-main test-asan test-tsan
 	@echo "make test: all suites passed"

@@ -1,0 +1,214 @@
+/* pool.c - the real memory pools a trace asks for (`memory`: a memfd or an unlinked temporary
+ * file, mapped read-write by the replayer to fill and check it) and the literal descriptors of
+ * `bad_memory` (with a closed fd number or an unmappable pipe). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "engine_int.h"
+
+#define HWB_FORMAT_BLOB 0x21u
+#define HWB_FORMAT_R8 0x38u
+
+static int parse_prot(mdc__where *w, json_t *ev, uint32_t *out) {
+  json_t *v = json_object_get(ev, "prot");
+  if (!v) {
+    *out = PROT_READ | PROT_WRITE;
+    return 0;
+  }
+  if (json_is_integer(v)) {
+    if (json_integer_value(v) < 0 || json_integer_value(v) > UINT32_MAX)
+      return mdc__terr(w, "'prot' %lld does not fit 32 bits", (long long)json_integer_value(v));
+    *out = (uint32_t)json_integer_value(v);
+    return 0;
+  }
+  const char *s = json_is_string(v) ? json_string_value(v) : "";
+  if (strcmp(s, "rw") == 0) *out = PROT_READ | PROT_WRITE;
+  else if (strcmp(s, "r") == 0) *out = PROT_READ;
+  else if (strcmp(s, "w") == 0) *out = PROT_WRITE;
+  else return mdc__terr(w, "'prot' must be \"rw\", \"r\", \"w\" or a number");
+  return 0;
+}
+
+static mdc__pool *pool_new(void) {
+  mdc__pool *p = calloc(1, sizeof *p);
+  if (p) p->fds[0] = p->fds[1] = -1;
+  if (p) p->mem.fd = -1;
+  return p;
+}
+
+void mdc__pool_free(mdc__pool *p) {
+  if (!p) return;
+  if (p->map) munmap(p->map, p->map_len);
+  for (int i = 0; i < 2; i++)
+    if (p->fds[i] >= 0) close(p->fds[i]);
+  free(p);
+}
+
+int mdc__pool_make(mdc__where *w, json_t *ev, int strict, mdc__pool **out) {
+  *out = NULL;
+  int64_t kind;
+  json_t *kv = json_object_get(ev, "kind");
+  if (!kv) return mdc__terr(w, "missing field 'kind'");
+  if (!json_is_string(kv)) return mdc__terr(w, "'kind' must be ashmem, mmap_fd, blob or hardware_buffer");
+  if (mdc__enum_value(w, kv, mdc__memory_kinds, "'kind'", &kind)) return -1;
+  uint64_t size, offset, file_size, width, height, layers, format;
+  uint32_t prot;
+  if (mdc__get_u64(w, ev, "size", 1, 0, MDC__MAX_MEMORY, &size) ||
+      mdc__get_u64(w, ev, "offset", 0, 0, MDC__MAX_MEMORY, &offset) ||
+      mdc__get_u64(w, ev, "file_size", 0, offset + size, MDC__MAX_MEMORY, &file_size) ||
+      parse_prot(w, ev, &prot))
+    return -1;
+  if (size == 0 && kind != MD_MEM_HARDWARE_BUFFER)
+    return mdc__terr(w, "'size' 0: a real pool needs bytes (use bad_memory for a zero-size descriptor)");
+  uint64_t fmt_def = kind == MD_MEM_HARDWARE_BUFFER ? HWB_FORMAT_R8 : HWB_FORMAT_BLOB;
+  if (mdc__get_u64(w, ev, "width", 0, size, UINT32_MAX, &width) ||
+      mdc__get_u64(w, ev, "height", 0, 1, UINT32_MAX, &height) ||
+      mdc__get_u64(w, ev, "layers", 0, 1, UINT32_MAX, &layers) ||
+      mdc__get_u64(w, ev, "format", 0, fmt_def, UINT32_MAX, &format))
+    return -1;
+  if (file_size == 0) return mdc__terr(w, "'file_size' 0: nothing to map");
+  mdc__pool *p = pool_new();
+  if (!p) return mdc__terr(w, "out of memory");
+  int fd;
+  if (kind == MD_MEM_MMAP_FD) {
+    const char *tmp = getenv("TMPDIR");
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/mdc-pool-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    fd = mkstemp(path);
+    if (fd >= 0) unlink(path);
+  } else {
+    fd = memfd_create("mdc-pool", MFD_CLOEXEC);
+  }
+  if (fd < 0) {
+    mdc__pool_free(p);
+    return mdc__terr(w, "cannot create the pool's file: %s", strerror(errno));
+  }
+  p->fds[0] = fd;
+  if (ftruncate(fd, (off_t)file_size) != 0) {
+    int e = errno;
+    mdc__pool_free(p);
+    return mdc__terr(w, "ftruncate(%llu): %s", (unsigned long long)file_size, strerror(e));
+  }
+  p->map = mmap(NULL, (size_t)file_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p->map == MAP_FAILED) {
+    int e = errno;
+    p->map = NULL;
+    mdc__pool_free(p);
+    return mdc__terr(w, "mmap of the pool: %s", strerror(e));
+  }
+  p->map_len = (size_t)file_size;
+  p->mem.kind = (md_memory_kind)kind;
+  p->mem.fd = fd;
+  p->mem.offset = offset;
+  p->mem.size = size;
+  p->mem.prot = prot;
+  if (kind == MD_MEM_HARDWARE_BUFFER_BLOB || kind == MD_MEM_HARDWARE_BUFFER) {
+    p->mem.width = (uint32_t)width;
+    p->mem.height = (uint32_t)height;
+    p->mem.layers = (uint32_t)layers;
+    p->mem.format = (uint32_t)format;
+  }
+  /* A non-BLOB hardware buffer has no offset or size of its own (SPEC 2); its bytes start at
+   * the file's start. `size` sizes the file. */
+  if (kind == MD_MEM_HARDWARE_BUFFER) p->mem.size = 0;
+  json_t *data = json_object_get(ev, "data");
+  if (data) {
+    mdc__bytes b;
+    if (mdc__payload(w, data, strict, &b)) {
+      mdc__pool_free(p);
+      return -1;
+    }
+    uint8_t *dst = mdc__pool_span(w, p, 0, b.len);
+    if (dst) memcpy(dst, b.data, b.len);
+    free(b.data);
+    if (!dst) {
+      mdc__pool_free(p);
+      return -1;
+    }
+  }
+  *out = p;
+  return 0;
+}
+
+/* An fd number that is not open: the soft RLIMIT_NOFILE is never a valid descriptor. */
+static int closed_fd(void) {
+  struct rlimit rl;
+  long fd = 4095;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < INT_MAX)
+    fd = (long)rl.rlim_cur;
+  while (fd < INT_MAX && fcntl((int)fd, F_GETFD) != -1) fd++;
+  return (int)fd;
+}
+
+int mdc__pool_bad(mdc__where *w, json_t *ev, mdc__pool **out) {
+  *out = NULL;
+  mdc__pool *p = pool_new();
+  if (!p) return mdc__terr(w, "out of memory");
+  int64_t kind = 0;
+  uint64_t offset, size, width, height, layers, format;
+  json_t *kv = json_object_get(ev, "kind");
+  json_t *fdv = json_object_get(ev, "fd");
+  if ((kv && mdc__enum_value(w, kv, mdc__memory_kinds, "'kind'", &kind)) ||
+      mdc__get_u64(w, ev, "offset", 0, 0, UINT64_MAX, &offset) ||
+      mdc__get_u64(w, ev, "size", 0, 0, UINT64_MAX, &size) || parse_prot(w, ev, &p->mem.prot) ||
+      mdc__get_u64(w, ev, "width", 0, 0, UINT32_MAX, &width) ||
+      mdc__get_u64(w, ev, "height", 0, 0, UINT32_MAX, &height) ||
+      mdc__get_u64(w, ev, "layers", 0, 0, UINT32_MAX, &layers) ||
+      mdc__get_u64(w, ev, "format", 0, 0, UINT32_MAX, &format)) {
+    mdc__pool_free(p);
+    return -1;
+  }
+  p->mem.kind = (md_memory_kind)kind;
+  p->mem.offset = offset;
+  p->mem.size = size;
+  p->mem.width = (uint32_t)width;
+  p->mem.height = (uint32_t)height;
+  p->mem.layers = (uint32_t)layers;
+  p->mem.format = (uint32_t)format;
+  if (!fdv) {
+    p->mem.fd = -1;
+  } else if (json_is_integer(fdv)) {
+    if (json_integer_value(fdv) < INT32_MIN || json_integer_value(fdv) > INT32_MAX) {
+      mdc__pool_free(p);
+      return mdc__terr(w, "'fd' does not fit an int");
+    }
+    p->mem.fd = (int)json_integer_value(fdv);
+  } else if (json_is_string(fdv) && strcmp(json_string_value(fdv), "closed") == 0) {
+    p->mem.fd = closed_fd();
+  } else if (json_is_string(fdv) && strcmp(json_string_value(fdv), "pipe") == 0) {
+    if (pipe2(p->fds, O_CLOEXEC) != 0) {
+      int e = errno;
+      mdc__pool_free(p);
+      return mdc__terr(w, "pipe: %s", strerror(e));
+    }
+    p->mem.fd = p->fds[0];
+  } else {
+    mdc__pool_free(p);
+    return mdc__terr(w, "'fd' must be a number, \"closed\" or \"pipe\"");
+  }
+  *out = p;
+  return 0;
+}
+
+uint8_t *mdc__pool_span(mdc__where *w, mdc__pool *p, uint64_t off, uint64_t len) {
+  if (!p->map) {
+    mdc__terr(w, "a bad_memory descriptor has no bytes to fill or check");
+    return NULL;
+  }
+  uint64_t base = p->mem.kind == MD_MEM_HARDWARE_BUFFER ? 0 : p->mem.offset;
+  if (off > p->map_len || len > p->map_len || base > p->map_len - off ||
+      base + off > p->map_len - len) {
+    mdc__terr(w, "bytes [%llu, %llu) past the pool's start are outside its %zu-byte file (pool at offset %llu)",
+              (unsigned long long)off, (unsigned long long)(off + len), p->map_len,
+              (unsigned long long)base);
+    return NULL;
+  }
+  return p->map + base + off;
+}

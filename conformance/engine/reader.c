@@ -1,0 +1,146 @@
+/* reader.c - reads a trace as a stream: one line at a time (getline), comments and blank lines
+ * skipped, each other line parsed as one JSON object; and the header line with its version
+ * logic (newer major refused, newer minor read leniently). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reader_int.h"
+
+int mdc__reader_open(mdc__reader *r, const char *path, mdc__where *w) {
+  memset(r, 0, sizeof *r);
+  r->path = path;
+  w->path = path;
+  w->line = 0;
+  w->op = "trace";
+  r->f = fopen(path, "r");
+  if (!r->f) return mdc__terr(w, "cannot open: %s", strerror(errno));
+  return 0;
+}
+
+void mdc__reader_close(mdc__reader *r) {
+  if (r->f) fclose(r->f);
+  free(r->buf);
+  memset(r, 0, sizeof *r);
+}
+
+int mdc__reader_next(mdc__reader *r, mdc__where *w, json_t **out) {
+  *out = NULL;
+  for (;;) {
+    ssize_t n = getline(&r->buf, &r->cap, r->f);
+    if (n < 0) {
+      if (ferror(r->f)) {
+        w->line = r->line;
+        w->op = "trace";
+        return mdc__terr(w, "read error: %s", strerror(errno));
+      }
+      return 0;
+    }
+    r->line++;
+    w->line = r->line;
+    w->op = "trace";
+    if ((size_t)n > MDC__MAX_LINE) return mdc__terr(w, "line of %zd bytes is over the limit", n);
+    size_t len = (size_t)n;
+    while (len && (r->buf[len - 1] == '\n' || r->buf[len - 1] == '\r')) len--;
+    size_t i = 0;
+    while (i < len && (r->buf[i] == ' ' || r->buf[i] == '\t')) i++;
+    if (i == len || r->buf[i] == '#') continue;
+    json_error_t err;
+    json_t *v = json_loadb(r->buf + i, len - i, JSON_REJECT_DUPLICATES, &err);
+    if (!v) return mdc__terr(w, "invalid JSON: %s (column %d)", err.text, err.column + (int)i);
+    if (!json_is_object(v)) {
+      json_decref(v);
+      return mdc__terr(w, "a trace line must be one JSON object");
+    }
+    *out = v;
+    return 1;
+  }
+}
+
+static int join(mdc__where *w, json_t *obj, const char *key, const char *sep, char *buf,
+                size_t len, int required) {
+  json_t *arr = json_object_get(obj, key);
+  buf[0] = '\0';
+  if (!arr) return required ? mdc__terr(w, "missing field '%s'", key) : 0;
+  if (!json_is_array(arr)) return mdc__terr(w, "'%s' must be an array of strings", key);
+  if (required && json_array_size(arr) == 0) return mdc__terr(w, "'%s' must not be empty", key);
+  size_t n = 0;
+  for (size_t i = 0; i < json_array_size(arr); i++) {
+    json_t *s = json_array_get(arr, i);
+    if (!json_is_string(s)) return mdc__terr(w, "'%s'[%zu] must be a string", key, i);
+    int k = snprintf(buf + n, len - n, "%s%s", i ? sep : "", json_string_value(s));
+    if (k < 0 || (size_t)k >= len - n) {
+      n = len - 1;
+      break;
+    }
+    n += (size_t)k;
+  }
+  return 0;
+}
+
+int mdc__header_parse(mdc__where *w, json_t *h, mdc_trace_header *out) {
+  memset(out, 0, sizeof *out);
+  w->op = "header";
+  json_t *ver = json_object_get(h, "mdc_trace");
+  if (!ver) {
+    if (json_object_get(h, "op"))
+      return mdc__terr(w, "the first line must be the header ({\"mdc_trace\": \"1.0\", ...}), not an event");
+    return mdc__terr(w, "missing field 'mdc_trace' (the header's format version)");
+  }
+  if (!json_is_string(ver)) return mdc__terr(w, "'mdc_trace' must be a string \"MAJOR.MINOR\"");
+  const char *vs = json_string_value(ver);
+  unsigned major, minor;
+  int used = 0;
+  if (sscanf(vs, "%3u.%3u%n", &major, &minor, &used) != 2 || vs[used] != '\0' || vs[0] < '0' ||
+      vs[0] > '9')
+    return mdc__terr(w, "'mdc_trace': \"%s\" is not \"MAJOR.MINOR\"", vs);
+  if (major > MDC_TRACE_MAJOR)
+    return mdc__terr(w, "trace format %u.%u is newer than this mdc (reads %d.x)", major, minor,
+                     MDC_TRACE_MAJOR);
+  if (major < MDC_TRACE_MAJOR)
+    return mdc__terr(w, "trace format %u.%u is older than any this mdc reads (%d.x)", major, minor,
+                     MDC_TRACE_MAJOR);
+  out->major = (int)major;
+  out->minor = (int)minor;
+  static const char *const keys[] = {"mdc_trace", "name", "description", "rules", "recorded_on",
+                                     "requires", "must_pass", "tags", NULL};
+  if (mdc__check_keys(w, h, keys, minor <= MDC_TRACE_MINOR, NULL)) return -1;
+  const char *name, *desc;
+  if (mdc__get_str(w, h, "name", 1, &name) || mdc__get_str(w, h, "description", 0, &desc))
+    return -1;
+  if (!name[0]) return mdc__terr(w, "'name' must not be empty");
+  snprintf(out->name, sizeof out->name, "%s", name);
+  snprintf(out->description, sizeof out->description, "%s", desc ? desc : "");
+  json_t *rec = json_object_get(h, "recorded_on");
+  if (rec && !json_is_object(rec)) return mdc__terr(w, "'recorded_on' must be an object");
+  if (join(w, h, "rules", "; ", out->rules, sizeof out->rules, 1) ||
+      join(w, h, "tags", ",", out->tags, sizeof out->tags, 0) ||
+      join(w, h, "requires", ",", out->requires, sizeof out->requires, 0) ||
+      mdc__get_bool(w, h, "must_pass", 1, &out->must_pass))
+    return -1;
+  return 0;
+}
+
+int mdc_trace_read_header(const char *path, mdc_trace_header *out, char *err, size_t errlen) {
+  mdc__reader r;
+  mdc__where w = {0};
+  json_t *h = NULL;
+  int rc = -1;
+  memset(out, 0, sizeof *out);
+  if (mdc__reader_open(&r, path, &w) == 0) {
+    int got = mdc__reader_next(&r, &w, &h);
+    if (got == 0) {
+      w.op = "header";
+      w.line = 1;
+      mdc__terr(&w, "no header: the trace is empty");
+    } else if (got == 1) {
+      rc = mdc__header_parse(&w, h, out);
+    }
+  }
+  if (rc && err && errlen) snprintf(err, errlen, "%s", w.msg);
+  else if (err && errlen) err[0] = '\0';
+  json_decref(h);
+  mdc__reader_close(&r);
+  return rc;
+}

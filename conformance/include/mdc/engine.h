@@ -1,0 +1,69 @@
+/* mdc/engine.h - replays one trace (docs/trace-format.md) against a driver, in this process.
+ *
+ * The engine knows nothing of processes, timeouts, databases or baselines: `mdc replay`
+ * (conformance/mdc/) runs it in a child process per trace and adds those. It reads the trace as
+ * a stream (one line at a time; a concurrent block is held whole), opens real pools (memfd,
+ * temporary files), calls the driver through its md_driver table and judges every call. */
+#ifndef MDC_ENGINE_H
+#define MDC_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "md/driver.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MDC_TRACE_MAJOR 1
+#define MDC_TRACE_MINOR 0
+
+typedef enum mdc_verdict {
+  MDC_PASS = 0,
+  MDC_FAIL = 1,          /* an expectation was not met */
+  MDC_NOT_SUPPORTED = 2, /* the trace's `requires` are not met by this driver */
+  MDC_TRACE_ERROR = 3    /* the trace itself is broken (file and line in message) */
+} mdc_verdict;
+
+const char *mdc_verdict_name(mdc_verdict v); /* "Pass", "Fail", "NotSupported", "TraceError" */
+
+/* What a trace's header says. */
+typedef struct mdc_trace_header {
+  int major, minor;
+  char name[128];
+  char description[512];
+  char rules[1024];       /* the `rules` array joined with "; " */
+  char tags[256];         /* joined with "," */
+  char requires[256];     /* joined with "," */
+  int must_pass;
+} mdc_trace_header;
+
+/* The result of replaying one trace. Strings are NUL-terminated and truncated to fit. */
+typedef struct mdc_result {
+  mdc_verdict verdict;
+  uint32_t line;          /* line of the event that failed (0: none) */
+  uint32_t events;        /* events run (a repeated concurrent block counts each call) */
+  char message[1024];     /* "path:line: op: what went wrong", "" on Pass */
+  char expected[512];     /* mismatch details, "" when not a mismatch */
+  char actual[512];
+} mdc_result;
+
+/* Reads only the header line. 0 on success; -1 with a message naming file and line in err. */
+int mdc_trace_read_header(const char *path, mdc_trace_header *out, char *err, size_t errlen);
+
+/* Replays the trace at `path` against `drv`. `config` (may be NULL or "") holds the replay's
+ * config keys, merged into the trace's first open_device as docs/trace-format.md says.
+ * Always fills *out; returns out->verdict. Never exits or aborts on bad input. */
+mdc_verdict mdc_trace_run(const md_driver *drv, const char *path, const char *config,
+                          mdc_result *out);
+
+/* Loads a driver shared object (NULL: the reference driver linked into this program, when it
+ * is) and returns its table for ABI v1; NULL with a message in err. *dl gets the dlopen handle
+ * (NULL for the linked driver); release with mdc_driver_unload. */
+const md_driver *mdc_driver_load(const char *so_path, void **dl, char *err, size_t errlen);
+void mdc_driver_unload(void *dl);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

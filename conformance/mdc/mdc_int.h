@@ -1,0 +1,123 @@
+/* mdc_int.h - private to the mdc command-line tool (conformance/mdc/): the case statuses, the
+ * replay run that `mdc replay` and `mdc mutants` share, and the helpers between the files.
+ *   mdc.c         : main, the command table, `mdc db merge`
+ *   corpus.c      : trace discovery, shard hashing, baseline files, option values
+ *   replay.c      : `mdc replay`: cases in forked children, the store, summary and JSON
+ *   record_cmd.c  : `mdc record`: a workload run through the recording driver
+ *   mutants.c     : `mdc mutants`: build each mutant, replay the corpus, the kill matrix */
+#ifndef MDC_CLI_INT_H
+#define MDC_CLI_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mdc/engine.h"
+
+/* Exit codes of every command (docs/mdc-cli.md). */
+enum { MDC_EXIT_OK = 0, MDC_EXIT_UNEXPECTED = 1, MDC_EXIT_USAGE = 2, MDC_EXIT_STORE = 3 };
+
+/* X(enum, name, unexpected): the one table of case statuses. */
+#define MDC_STATUS_MAP(X)                        \
+  X(MDC_S_PASS, "Pass", 0)                       \
+  X(MDC_S_FAIL, "Fail", 1)                       \
+  X(MDC_S_CRASH, "Crash", 1)                     \
+  X(MDC_S_TIMEOUT, "Timeout", 1)                 \
+  X(MDC_S_NOT_SUPPORTED, "NotSupported", 0)      \
+  X(MDC_S_TRACE_ERROR, "TraceError", 1)          \
+  X(MDC_S_EXPECTED_FAIL, "ExpectedFail", 0)      \
+  X(MDC_S_UNEXPECTED_PASS, "UnexpectedPass", 1)  \
+  X(MDC_S_FLAKE, "Flake", 0)
+
+typedef enum mdc_status {
+#define X(e, n, u) e,
+  MDC_STATUS_MAP(X)
+#undef X
+  MDC_S_COUNT
+} mdc_status;
+
+const char *mdc_cli__status_name(mdc_status s);
+int mdc_cli__status_unexpected(mdc_status s);
+
+/* ---- corpus.c ------------------------------------------------------------------------------ */
+
+typedef struct mdc_cli__paths {
+  char **v;
+  size_t n, cap;
+} mdc_cli__paths;
+
+/* Adds the traces under each path: a file as given, a folder recursively (`*.jsonl`, skipping
+ * folders named `blobs`); sorted, duplicates removed. -1 with a message naming the path in err
+ * when a path cannot be read or holds no trace. */
+int mdc_cli__collect(const char *const *paths, size_t n, mdc_cli__paths *out, char *err, size_t errlen);
+void mdc_cli__paths_free(mdc_cli__paths *p);
+
+/* The shard a trace name falls in: FNV-1a 64 of the name mod n (stable when traces are added). */
+uint32_t mdc_cli__shard_of(const char *name, uint32_t n);
+/* "I/N" with 0 <= I < N. 0 or -1. */
+int mdc_cli__parse_shard(const char *s, uint32_t *i, uint32_t *n);
+/* A positive number of seconds (at most a day). 0 or -1. */
+int mdc_cli__parse_seconds(const char *s, double *out);
+/* An integer in [lo, hi]. 0 or -1. */
+int mdc_cli__parse_int(const char *s, long lo, long hi, long *out);
+
+/* A baseline: trace names, one a line, `#` comments, blank lines ignored. */
+typedef struct mdc_cli__baseline {
+  char **names;
+  size_t n;
+} mdc_cli__baseline;
+int mdc_cli__baseline_load(const char *path, mdc_cli__baseline *out, char *err, size_t errlen);
+int mdc_cli__baseline_has(const mdc_cli__baseline *b, const char *name);
+void mdc_cli__baseline_free(mdc_cli__baseline *b);
+
+/* mkdir -p of the folder that holds path (nothing for a bare file name). 0 or -1 (errno). */
+int mdc_cli__mkdir_parent(const char *path);
+
+/* ---- replay.c ------------------------------------------------------------------------------ */
+
+typedef struct mdc_cli__replay_opts {
+  const char *driver;        /* NULL: the reference driver linked in */
+  const char *config;        /* default "backend=auto" */
+  const char *db;            /* NULL with no_db */
+  const char *baseline;      /* may be NULL */
+  const char *kind;          /* run kind in the store: "replay", "mutants" */
+  double timeout_s;
+  uint32_t shard_i, shard_n;
+  int jobs;
+  int json, quiet, rerun_failures;
+  int silence_children;      /* children's stdout/stderr to /dev/null (mutants) */
+  const char *const *paths;
+  size_t n_paths;
+} mdc_cli__replay_opts;
+
+typedef struct mdc_cli__case {
+  char *path;
+  char name[128];
+  mdc_status status;
+  mdc_result res;          /* the engine's result (message etc.), or what the parent made up */
+  double duration_s;
+  int64_t case_id;
+  int attempts;
+} mdc_cli__case;
+
+typedef struct mdc_cli__run {
+  mdc_cli__case *cases;
+  size_t n;
+  uint32_t count[MDC_S_COUNT];
+  uint32_t unexpected;
+  double duration_s;
+  char uuid[37];
+  char driver_name[64], driver_version[64], backend[32], device[64];
+} mdc_cli__run;
+
+/* Runs the replay described by o (output as o->json / o->quiet say) and fills *run. Returns the
+ * exit code (MDC_EXIT_*). Free *run with mdc_cli__run_free. */
+int mdc_cli__replay(const mdc_cli__replay_opts *o, mdc_cli__run *run);
+void mdc_cli__run_free(mdc_cli__run *run);
+
+/* ---- commands ------------------------------------------------------------------------------ */
+
+int mdc_cli__cmd_replay(int argc, char **argv);
+int mdc_cli__cmd_record(int argc, char **argv);
+int mdc_cli__cmd_mutants(int argc, char **argv);
+
+#endif

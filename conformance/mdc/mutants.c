@@ -1,0 +1,250 @@
+/* mutants.c - `mdc mutants`: builds every mutant of the reference driver listed in
+ * conformance/mutants/mutants.txt (each breaks one rule; -DMD_MUTANT=NAME), replays the corpus
+ * against each, and prints which traces killed it. A trace kills a mutant when it is Pass on the
+ * reference driver and neither Pass nor NotSupported on the mutant. */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "mdc_int.h"
+
+typedef struct mutant {
+  char name[64];
+  char desc[256];
+  int built, killed;
+  char **killed_by;
+  size_t n_killed_by;
+  char error[512];
+} mutant;
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: mdc mutants [--json] [--corpus DIR] [--build-root DIR] [--list FILE] [--only NAME]\n"
+          "                   [--jobs N] [--timeout S]\n"
+          "Builds each mutant of the reference driver (cmake -DMD_MUTANT=NAME, target md_driver, in\n"
+          "BUILD-ROOT/NAME unless already built there), replays the corpus against it and prints the\n"
+          "kill matrix: the traces that pass on the reference driver and fail on the mutant.\n\n"
+          "  --corpus DIR      traces to replay (default %s/conformance/traces)\n"
+          "  --build-root DIR  where mutants are built (default %s/build-mutants)\n"
+          "  --list FILE       the mutant list (default %s/conformance/mutants/mutants.txt)\n"
+          "  --only NAME       just this mutant (repeatable)\n"
+          "  --jobs N, --timeout S   as for mdc replay\n"
+          "  --json            one JSON object on stdout: {mutants: [{name, killed, killed_by}], killed}\n\n"
+          "exit status: 0 every mutant killed, 1 a mutant survived or did not build, 2 bad usage\n",
+          MDC_REPO_ROOT, MDC_REPO_ROOT, MDC_REPO_ROOT);
+}
+
+static int load_list(const char *path, mutant **out, size_t *n) {
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    fprintf(stderr, "mdc mutants: cannot read '%s': %s\n", path, strerror(errno));
+    return -1;
+  }
+  char line[512];
+  size_t cap = 0;
+  *out = NULL;
+  *n = 0;
+  while (fgets(line, sizeof line, f)) {
+    char *p = line;
+    while (*p == ' ' || *p == '\t') p++;
+    if (*p == '#' || *p == '\n' || !*p) continue;
+    size_t k = strcspn(p, " \t\n");
+    if (k == 0 || k >= 64) continue;
+    if (*n == cap) {
+      cap = cap ? 2 * cap : 16;
+      mutant *m = realloc(*out, cap * sizeof *m);
+      if (!m) break;
+      *out = m;
+    }
+    mutant *m = &(*out)[(*n)++];
+    memset(m, 0, sizeof *m);
+    memcpy(m->name, p, k);
+    char *d = p + k;
+    while (*d == ' ' || *d == '\t') d++;
+    snprintf(m->desc, sizeof m->desc, "%s", d);
+    m->desc[strcspn(m->desc, "\n")] = 0;
+  }
+  fclose(f);
+  return 0;
+}
+
+/* Runs argv with stdout+stderr appended to log; its exit status (or -1). */
+static int run_logged(char *const argv[], const char *log) {
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    FILE *f = freopen(log, "a", stdout);
+    if (!f || dup2(STDOUT_FILENO, STDERR_FILENO) < 0) _exit(127);
+    execvp(argv[0], argv);
+    _exit(127);
+  }
+  int st;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int build(const char *root, mutant *m, char *so, size_t solen, int quiet) {
+  char dir[4096], log[4200], def[128];
+  snprintf(dir, sizeof dir, "%s/%s", root, m->name);
+  snprintf(so, solen, "%s/runtime/libmd_driver.so", dir);
+  if (access(so, R_OK) == 0) return 0;
+  if (mdc_cli__mkdir_parent(so) != 0) {
+    snprintf(m->error, sizeof m->error, "cannot create %.300s: %s", dir, strerror(errno));
+    return -1;
+  }
+  snprintf(log, sizeof log, "%s/build.log", dir);
+  snprintf(def, sizeof def, "-DMD_MUTANT=%s", m->name);
+  if (!quiet) fprintf(stderr, "mdc mutants: building %s (log: %s)\n", m->name, log);
+  char *conf[] = {(char *)"cmake", (char *)"-S", (char *)MDC_REPO_ROOT, (char *)"-B", dir, def,
+                  (char *)"-DMD_BUILD_TESTS=OFF", (char *)"-DMD_BUILD_BENCH=OFF",
+                  (char *)"-DCMAKE_BUILD_TYPE=Release", NULL};
+  char *bld[] = {(char *)"cmake", (char *)"--build", dir, (char *)"--target", (char *)"md_driver",
+                 (char *)"-j", (char *)"2", NULL};
+  if (run_logged(conf, log) != 0 || run_logged(bld, log) != 0 || access(so, R_OK) != 0) {
+    snprintf(m->error, sizeof m->error, "build failed, see %.400s", log);
+    return -1;
+  }
+  return 0;
+}
+
+int mdc_cli__cmd_mutants(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"json", no_argument, 0, 'J'},          {"corpus", required_argument, 0, 'c'},
+      {"build-root", required_argument, 0, 'b'}, {"list", required_argument, 0, 'l'},
+      {"only", required_argument, 0, 'o'},    {"jobs", required_argument, 0, 'j'},
+      {"timeout", required_argument, 0, 't'}, {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
+  const char *corpus = MDC_REPO_ROOT "/conformance/traces", *root = MDC_REPO_ROOT "/build-mutants";
+  const char *list = MDC_REPO_ROOT "/conformance/mutants/mutants.txt";
+  const char *only[64];
+  size_t n_only = 0;
+  int json = 0, c;
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN), v;
+  mdc_cli__replay_opts o = {.config = "backend=auto", .timeout_s = 30, .shard_n = 1,
+                        .jobs = ncpu > 0 ? (int)ncpu : 1, .quiet = 1, .kind = "mutants",
+                        .silence_children = 1};
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
+    switch (c) {
+      case 'J': json = 1; break;
+      case 'c': corpus = optarg; break;
+      case 'b': root = optarg; break;
+      case 'l': list = optarg; break;
+      case 'o':
+        if (n_only < 64) only[n_only++] = optarg;
+        break;
+      case 'j':
+        if (mdc_cli__parse_int(optarg, 1, 1024, &v)) {
+          fprintf(stderr, "mdc mutants: --jobs '%s': want 1..1024\n", optarg);
+          return MDC_EXIT_USAGE;
+        }
+        o.jobs = (int)v;
+        break;
+      case 't':
+        if (mdc_cli__parse_seconds(optarg, &o.timeout_s)) {
+          fprintf(stderr, "mdc mutants: --timeout '%s': want seconds > 0\n", optarg);
+          return MDC_EXIT_USAGE;
+        }
+        break;
+      case 'h': usage(stdout); return MDC_EXIT_OK;
+      case ':':
+        fprintf(stderr, "mdc mutants: option '%s' needs a value\n", argv[optind - 1]);
+        return MDC_EXIT_USAGE;
+      default:
+        fprintf(stderr, "mdc mutants: unknown option '%s' (see mdc mutants --help)\n", argv[optind - 1]);
+        return MDC_EXIT_USAGE;
+    }
+  }
+  if (optind < argc) {
+    fprintf(stderr, "mdc mutants: unexpected argument '%s'\n", argv[optind]);
+    return MDC_EXIT_USAGE;
+  }
+  mutant *ms;
+  size_t n;
+  if (load_list(list, &ms, &n)) return MDC_EXIT_USAGE;
+  o.paths = &corpus;
+  o.n_paths = 1;
+
+  /* The reference run: only traces that pass there can kill a mutant. */
+  mdc_cli__run ref;
+  int rc = mdc_cli__replay(&o, &ref);
+  if (rc == MDC_EXIT_USAGE || rc == MDC_EXIT_STORE) {
+    free(ms);
+    return rc;
+  }
+  uint32_t killed = 0, considered = 0;
+  for (size_t i = 0; i < n; i++) {
+    mutant *m = &ms[i];
+    int wanted = n_only == 0;
+    for (size_t k = 0; k < n_only; k++) wanted |= strcmp(only[k], m->name) == 0;
+    if (!wanted) continue;
+    considered++;
+    char so[4300];
+    if (build(root, m, so, sizeof so, json) != 0) {
+      fprintf(stderr, "mdc mutants: %s: %s\n", m->name, m->error);
+      continue;
+    }
+    m->built = 1;
+    mdc_cli__replay_opts mo = o;
+    mo.driver = so;
+    mdc_cli__run run;
+    int mrc = mdc_cli__replay(&mo, &run);
+    if (mrc == MDC_EXIT_USAGE) {
+      snprintf(m->error, sizeof m->error, "replay against %.400s failed to start", so);
+      continue;
+    }
+    m->killed_by = calloc(run.n ? run.n : 1, sizeof *m->killed_by);
+    for (size_t k = 0; k < run.n && k < ref.n; k++) {
+      const mdc_cli__case *rc_ = &ref.cases[k], *mc = &run.cases[k];
+      if (strcmp(rc_->path, mc->path) != 0) continue; /* same sorted corpus: same order */
+      if (rc_->status == MDC_S_PASS && mc->status != MDC_S_PASS && mc->status != MDC_S_NOT_SUPPORTED)
+        m->killed_by[m->n_killed_by++] = strdup(mc->name);
+    }
+    m->killed = m->n_killed_by > 0;
+    killed += (uint32_t)m->killed;
+    mdc_cli__run_free(&run);
+    if (!json) {
+      printf("  %-24s %s", m->name, m->killed ? "killed by" : "SURVIVED");
+      for (size_t k = 0; k < m->n_killed_by; k++) printf(" %s", m->killed_by[k]);
+      printf("\n");
+      fflush(stdout);
+    }
+  }
+  mdc_cli__run_free(&ref);
+  if (json) {
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++) {
+      mutant *m = &ms[i];
+      int wanted = n_only == 0;
+      for (size_t k = 0; k < n_only; k++) wanted |= strcmp(only[k], m->name) == 0;
+      if (!wanted) continue;
+      json_t *by = json_array();
+      for (size_t k = 0; k < m->n_killed_by; k++) json_array_append_new(by, json_string(m->killed_by[k]));
+      json_t *j = json_pack("{s:s,s:s,s:b,s:o}", "name", m->name, "description", m->desc, "killed",
+                            m->killed, "killed_by", by);
+      if (m->error[0]) json_object_set_new(j, "error", json_string(m->error));
+      json_array_append_new(arr, j);
+    }
+    json_t *j = json_pack("{s:o,s:i,s:i}", "mutants", arr, "killed", (int)killed, "mutants_total", (int)considered);
+    char *s = json_dumps(j, JSON_INDENT(2));
+    json_decref(j);
+    if (s) puts(s);
+    free(s);
+  } else {
+    printf("mdc mutants: %u of %u killed\n", killed, considered);
+  }
+  for (size_t i = 0; i < n; i++) {
+    for (size_t k = 0; k < ms[i].n_killed_by; k++) free(ms[i].killed_by[k]);
+    free(ms[i].killed_by);
+  }
+  free(ms);
+  return killed == considered ? MDC_EXIT_OK : MDC_EXIT_UNEXPECTED;
+}

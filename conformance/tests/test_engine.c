@@ -1,0 +1,280 @@
+/* test_engine.c - the trace replay engine against the reference driver and against wrapped
+ * drivers that break one rule on purpose: good traces pass, wrong expectations fail at their
+ * line, broken traces are trace errors naming file and line. */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mdc/engine.h"
+
+#define T(sub, file) MDC_TEST_TRACES "/" sub "/" file
+
+static const md_driver *ref(void) {
+  char err[256];
+  const md_driver *d = mdc_driver_load(NULL, NULL, err, sizeof err);
+  cr_assert(d, "%s", err);
+  return d;
+}
+
+/* ---- good traces pass ---- */
+typedef struct good_case {
+  char file[64];
+} good_case;
+
+ParameterizedTestParameters(engine, good_trace_passes) {
+  static good_case cases[] = {{"basic_add.jsonl"}, {"concurrent.jsonl"}, {"newer_minor_sidecar.jsonl"},
+                              {"spec_rules.jsonl"}, {"requires_left_open.jsonl"},
+                              {"anonymous_custom.jsonl"}};
+  return cr_make_param_array(good_case, cases, sizeof cases / sizeof cases[0]);
+}
+
+ParameterizedTest(good_case *c, engine, good_trace_passes) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/good/%s", MDC_TEST_TRACES, c->file);
+  mdc_result res;
+  mdc_verdict v = mdc_trace_run(ref(), path, NULL, &res);
+  cr_assert_eq(v, MDC_PASS, "%s: %s %s", c->file, mdc_verdict_name(v), res.message);
+  cr_assert_eq(res.message[0], '\0');
+  cr_assert_gt(res.events, 0u);
+}
+
+/* ---- wrong expectations fail at their line ---- */
+typedef struct fail_case {
+  char file[64];
+  uint32_t line;
+  char says[96];     /* in the message */
+  char expected[64]; /* in result.expected */
+  char actual[64];   /* in result.actual */
+} fail_case;
+
+ParameterizedTestParameters(engine, wrong_expectation_fails_at_its_line) {
+  static fail_case cases[] = {
+      {"wrong_status.jsonl", 9, "allocate: status INVALID_ARGUMENT, expected NONE", "NONE", "INVALID_ARGUMENT"},
+      {"wrong_message.jsonl", 9, "does not contain \"no such words\"", "no such words", "probability"},
+      {"wrong_check.jsonl", 10, "element 1 is 4, expected 4.0999999", "f32[1] = 4.0999999", "f32[1] = 4"},
+      {"wrong_check_i32.jsonl", 10, "1 of 2 elements differ", "i32[1] = -8", "i32[1] = -7"},
+      {"wrong_shapes.jsonl", 9, "execute: shapes[0] = [2]", "[3]", "[2]"},
+      {"wrong_timing.jsonl", 9, "expected unmeasured", "unmeasured", "on_device_ns"},
+      {"wrong_leaks.jsonl", 10, "leaks.buffers = 1, expected leaks.buffers = 0", "leaks.buffers = 0", "leaks.buffers = 1"},
+      {"wrong_backend.jsonl", 9, "backend \"sim\", expected \"hip\"", "hip", "sim"},
+      {"wrong_supported.jsonl", 9, "supported[0] = 1", "supported[0] = 0", "supported[0] = 1"},
+      {"wrong_in_block.jsonl", 11, "copy_to: status INVALID_ARGUMENT", "NONE", "INVALID_ARGUMENT"},
+  };
+  return cr_make_param_array(fail_case, cases, sizeof cases / sizeof cases[0]);
+}
+
+ParameterizedTest(fail_case *c, engine, wrong_expectation_fails_at_its_line) {
+  char path[512], where[600];
+  snprintf(path, sizeof path, "%s/fail/%s", MDC_TEST_TRACES, c->file);
+  snprintf(where, sizeof where, "%s:%u: ", path, c->line);
+  mdc_result res;
+  mdc_verdict v = mdc_trace_run(ref(), path, NULL, &res);
+  cr_assert_eq(v, MDC_FAIL, "%s: %s %s", c->file, mdc_verdict_name(v), res.message);
+  cr_assert_eq(res.line, c->line, "%s: line %u", c->file, res.line);
+  cr_assert(strncmp(res.message, where, strlen(where)) == 0, "%s", res.message);
+  cr_assert(strstr(res.message, c->says), "%s", res.message);
+  cr_assert(strstr(res.expected, c->expected), "expected: %s", res.expected);
+  cr_assert(strstr(res.actual, c->actual), "actual: %s", res.actual);
+}
+
+/* ---- broken traces are trace errors naming file and line ---- */
+typedef struct bad_case {
+  char file[64];
+  uint32_t line;
+  char says[80];
+} bad_case;
+
+ParameterizedTestParameters(engine, broken_trace_is_a_trace_error) {
+  static bad_case cases[] = {
+      {"invalid_json.jsonl", 4, "trace: invalid JSON"},
+      {"truncated.jsonl", 2, "invalid JSON"},
+      {"not_object.jsonl", 4, "one JSON object"},
+      {"wrong_type.jsonl", 4, "memory: 'size'"},
+      {"huge_size.jsonl", 4, "over the limit"},
+      {"negative_size.jsonl", 4, "is negative"},
+      {"payload_overflow.jsonl", 4, "'count'"},
+      {"payload_too_big.jsonl", 4, "outside its 8-byte file"},
+      {"unknown_op.jsonl", 4, "unknown op 'execute_twice'"},
+      {"unknown_field.jsonl", 4, "open_client: unknown field 'expcet'"},
+      {"unknown_expect_field.jsonl", 4, "expect: unknown field 'statsu'"},
+      {"unknown_name.jsonl", 4, "release_prepared_model: 'prepared': no object named 'pm9'"},
+      {"name_reused.jsonl", 4, "name 'c' is already used (line 3)"},
+      {"bad_name.jsonl", 4, "is not a name"},
+      {"missing_sidecar.jsonl", 4, "not found"},
+      {"sidecar_mismatch.jsonl", 4, "not the name's digest"},
+      {"bad_enum.jsonl", 4, "unknown name 'TENSOR_FLOAT33'"},
+      {"bad_status_name.jsonl", 4, "unknown status 'INVALID_ARG'"},
+      {"bad_memory_kind.jsonl", 4, "unknown name 'ashmem2'"},
+      {"failed_name_used.jsonl", 5, "'t' was never produced (its call at line 4 failed)"},
+      {"wrong_kind_name.jsonl", 5, "'m' is a memory"},
+      {"lane_outside.jsonl", 4, "unknown field 'lane'"},
+      {"lane_range.jsonl", 5, "'lane': 2 is outside [0, 1]"},
+      {"missing_end.jsonl", 4, "no end_concurrent"},
+      {"nested.jsonl", 5, "do not nest"},
+      {"stray_end.jsonl", 4, "without a concurrent block"},
+      {"not_in_block.jsonl", 5, "not allowed inside a concurrent block"},
+      {"device_closed.jsonl", 5, "'dev' is closed"},
+      {"check_outside.jsonl", 5, "outside its 8-byte file"},
+      {"odd_hex.jsonl", 4, "odd number of digits"},
+      {"client_ambiguous.jsonl", 5, "2 clients are open"},
+      {"error_after_fail.jsonl", 5, "unknown field 'bogus'"},
+      {"newer_major.jsonl", 1, "trace format 2.0 is newer than this mdc (reads 1.x)"},
+      {"no_rules.jsonl", 1, "missing field 'rules'"},
+      {"no_header.jsonl", 1, "must be the header"},
+      {"empty.jsonl", 1, "no header"},
+      {"header_unknown_field.jsonl", 1, "header: unknown field 'expcet'"},
+  };
+  return cr_make_param_array(bad_case, cases, sizeof cases / sizeof cases[0]);
+}
+
+ParameterizedTest(bad_case *c, engine, broken_trace_is_a_trace_error) {
+  char path[512], where[600];
+  snprintf(path, sizeof path, "%s/bad/%s", MDC_TEST_TRACES, c->file);
+  snprintf(where, sizeof where, "%s:%u: ", path, c->line);
+  mdc_result res;
+  mdc_verdict v = mdc_trace_run(ref(), path, NULL, &res);
+  cr_assert_eq(v, MDC_TRACE_ERROR, "%s: %s %s", c->file, mdc_verdict_name(v), res.message);
+  cr_assert(strncmp(res.message, where, strlen(where)) == 0, "%s: want prefix %s", res.message, where);
+  cr_assert(strstr(res.message, c->says), "%s", res.message);
+}
+
+Test(engine, missing_file_is_a_trace_error) {
+  mdc_result res;
+  cr_assert_eq(mdc_trace_run(ref(), MDC_TEST_TRACES "/no/such.jsonl", NULL, &res), MDC_TRACE_ERROR);
+  cr_assert(strstr(res.message, "no/such.jsonl:0: trace: cannot open"), "%s", res.message);
+}
+
+Test(engine, header_is_read_alone) {
+  mdc_trace_header h;
+  char err[256];
+  cr_assert_eq(mdc_trace_read_header(T("good", "requires_left_open.jsonl"), &h, err, sizeof err), 0, "%s", err);
+  cr_assert_str_eq(h.name, "engine/requires_left_open");
+  cr_assert_str_eq(h.requires, "sim,memory_domains");
+  cr_assert_str_eq(h.tags, "engine");
+  cr_assert_eq(h.must_pass, 1);
+  cr_assert_eq(h.major, 1);
+  cr_assert_eq(mdc_trace_read_header(T("bad", "newer_major.jsonl"), &h, err, sizeof err), -1);
+  cr_assert(strstr(err, "newer_major.jsonl:1: header: trace format 2.0 is newer"), "%s", err);
+}
+
+Test(engine, driver_loads_by_path_and_refuses_a_missing_one) {
+  char err[256];
+  void *dl = NULL;
+  const md_driver *d = mdc_driver_load(MDC_TEST_DRIVER_SO, &dl, err, sizeof err);
+  cr_assert(d, "%s", err);
+  mdc_result res;
+  cr_assert_eq(mdc_trace_run(d, T("good", "basic_add.jsonl"), NULL, &res), MDC_PASS, "%s", res.message);
+  mdc_driver_unload(dl);
+  cr_assert_null(mdc_driver_load("/no/such/driver.so", &dl, err, sizeof err));
+  cr_assert(strstr(err, "/no/such/driver.so"), "%s", err);
+}
+
+/* ---- wrapped drivers that break one rule ---- */
+static const md_driver *real;
+static md_driver fake;
+static int closed_clients, closed_devices;
+
+static md_status caps_hip(md_device *d, md_capabilities *out) {
+  md_status st = real->get_capabilities(d, out);
+  snprintf(out->backend, sizeof out->backend, "hip");
+  return st;
+}
+
+static md_status execute_leaves_shape(md_device *d, md_handle c, md_handle p, const md_request *r,
+                                      md_output_shape *shapes, uint32_t n, md_timing *t) {
+  md_status st = real->execute(d, c, p, r, shapes, n, t);
+  if (st != MD_NONE && n) shapes[0].rank = 1; /* breaks SPEC 4 */
+  return st;
+}
+
+static md_status execute_leaves_timing(md_device *d, md_handle c, md_handle p, const md_request *r,
+                                       md_output_shape *shapes, uint32_t n, md_timing *t) {
+  md_status st = real->execute(d, c, p, r, shapes, n, t);
+  if (st != MD_NONE) t->in_driver_ns = 5; /* breaks SPEC 4 */
+  return st;
+}
+
+static md_status count_close_client(md_device *d, md_handle c, md_leak_report *l) {
+  closed_clients++;
+  return real->close_client(d, c, l);
+}
+
+static void count_close_device(md_device *d) {
+  closed_devices++;
+  real->close_device(d);
+}
+
+static const md_driver *wrap(void) {
+  real = ref();
+  fake = *real;
+  return &fake;
+}
+
+Test(engine, requires_unmet_is_not_supported) {
+  wrap();
+  fake.get_capabilities = caps_hip;
+  mdc_result res;
+  mdc_verdict v = mdc_trace_run(&fake, T("good", "requires_left_open.jsonl"), NULL, &res);
+  cr_assert_eq(v, MDC_NOT_SUPPORTED, "%s %s", mdc_verdict_name(v), res.message);
+  cr_assert(strstr(res.message, "requires 'sim'"), "%s", res.message);
+}
+
+Test(engine, failure_with_a_shape_breaks_spec4) {
+  wrap();
+  fake.execute = execute_leaves_shape;
+  mdc_result res;
+  mdc_verdict v = mdc_trace_run(&fake, T("good", "requires_left_open.jsonl"), NULL, &res);
+  cr_assert_eq(v, MDC_FAIL, "%s %s", mdc_verdict_name(v), res.message);
+  cr_assert_eq(res.line, 9);
+  cr_assert(strstr(res.message, "shapes[0] has rank 1 (SPEC 4"), "%s", res.message);
+}
+
+Test(engine, failure_with_a_timing_breaks_spec4) {
+  wrap();
+  fake.execute = execute_leaves_timing;
+  mdc_result res;
+  mdc_verdict v = mdc_trace_run(&fake, T("good", "requires_left_open.jsonl"), NULL, &res);
+  cr_assert_eq(v, MDC_FAIL, "%s %s", mdc_verdict_name(v), res.message);
+  cr_assert_eq(res.line, 9);
+  cr_assert(strstr(res.message, "in_driver_ns 5"), "%s", res.message);
+}
+
+Test(engine, what_the_trace_left_open_is_closed) {
+  wrap();
+  fake.close_client = count_close_client;
+  fake.close_device = count_close_device;
+  closed_clients = closed_devices = 0;
+  mdc_result res;
+  cr_assert_eq(mdc_trace_run(&fake, T("good", "requires_left_open.jsonl"), NULL, &res), MDC_PASS, "%s",
+               res.message);
+  cr_assert_eq(closed_clients, 1);
+  cr_assert_eq(closed_devices, 1);
+  /* basic_add closes its own: nothing more is closed */
+  closed_clients = closed_devices = 0;
+  cr_assert_eq(mdc_trace_run(&fake, T("good", "basic_add.jsonl"), NULL, &res), MDC_PASS, "%s", res.message);
+  cr_assert_eq(closed_clients, 1);
+  cr_assert_eq(closed_devices, 1);
+}
+
+Test(engine, failed_trace_still_closes_its_device) {
+  wrap();
+  fake.close_device = count_close_device;
+  closed_devices = 0;
+  mdc_result res;
+  cr_assert_eq(mdc_trace_run(&fake, T("fail", "wrong_in_block.jsonl"), NULL, &res), MDC_FAIL);
+  cr_assert_eq(closed_devices, 1);
+}
+
+Test(engine, replay_config_is_merged_into_the_first_open_device) {
+  /* The trace names backend=sim; an unknown key from the replay reaches the driver, which
+   * refuses it: the first open_device fails (its expectation is NONE). */
+  mdc_result res;
+  mdc_verdict v = mdc_trace_run(ref(), T("good", "basic_add.jsonl"), "no_such_key=1", &res);
+  cr_assert_eq(v, MDC_FAIL, "%s", res.message);
+  cr_assert_eq(res.line, 3);
+  cr_assert(strstr(res.message, "no_such_key"), "%s", res.message);
+  /* The trace's own keys win over the replay's. */
+  cr_assert_eq(mdc_trace_run(ref(), T("good", "basic_add.jsonl"), "backend=hip;seed=3", &res), MDC_PASS,
+               "%s", res.message);
+}
