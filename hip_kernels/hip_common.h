@@ -1,0 +1,24 @@
+/* hip_common.h - private to the .hip sources: launch geometry shared by the kernels. */
+#ifndef MD_HIP_COMMON_H
+#define MD_HIP_COMMON_H
+
+#include <stdint.h>
+
+#include "md_hip_rt.h"
+
+#define MD_HIP_THREADS 256u
+/* Grid-stride loops: enough blocks to fill any current GPU many times over, few enough that a
+ * huge tensor does not need a grid over the x limit. */
+#define MD_HIP_MAX_BLOCKS (1u << 16)
+
+static inline unsigned md__hip_blocks(uint64_t work, unsigned per_block) {
+  uint64_t b = (work + per_block - 1) / per_block;
+  if (b == 0) b = 1;
+  return b > MD_HIP_MAX_BLOCKS ? MD_HIP_MAX_BLOCKS : (unsigned)b;
+}
+
+/* 64-bit global thread index and stride for grid-stride loops. */
+#define MD_HIP_TID ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x)
+#define MD_HIP_NTHREADS ((uint64_t)gridDim.x * blockDim.x)
+
+#endif

@@ -1,0 +1,115 @@
+// hip_nn.hip - the HIP kernels of FULLY_CONNECTED (shared-memory tiles; no vendor BLAS) and
+// SOFTMAX along an axis with beta (md_math.h's softmax term, as the host reference).
+#include "hip_common.h"
+#include "hip_launch.h"
+
+#define FC_TILE 16
+
+// o[b][n] = act(sum_k in[b][k] * w[n][k] + bias[n]). A block computes a FC_TILE x FC_TILE tile
+// of o (threadIdx.y: batch row, threadIdx.x: unit), stepping through input_size in tiles of
+// both operands staged in shared memory; the weight tile is padded by one column so reading
+// it transposed does not hit one bank. Blocks loop over batch tiles past the grid's y limit.
+__global__ void fc_tiled(const float *in, const float *w, const float *bias, float *o,
+                         uint32_t batch, uint32_t units, uint32_t isz, int act) {
+  __shared__ float as[FC_TILE][FC_TILE];
+  __shared__ float ws[FC_TILE][FC_TILE + 1];
+  const uint32_t tx = threadIdx.x, ty = threadIdx.y;
+  const uint32_t n = blockIdx.x * FC_TILE + tx;
+  const uint32_t n_tiles_b = (batch + FC_TILE - 1) / FC_TILE;
+  for (uint32_t tb = blockIdx.y; tb < n_tiles_b; tb += gridDim.y) {
+    const uint32_t b = tb * FC_TILE + ty;
+    float acc = 0.0f;
+    for (uint32_t k0 = 0; k0 < isz; k0 += FC_TILE) {
+      const uint32_t k = k0 + tx;
+      as[ty][tx] = (b < batch && k < isz) ? in[(uint64_t)b * isz + k] : 0.0f;
+      const uint32_t wn = blockIdx.x * FC_TILE + ty;  // the weight row this thread loads
+      ws[ty][tx] = (wn < units && k < isz) ? w[(uint64_t)wn * isz + k] : 0.0f;
+      __syncthreads();
+      const uint32_t kn = isz - k0 < FC_TILE ? isz - k0 : FC_TILE;
+      for (uint32_t kk = 0; kk < kn; kk++) acc += as[ty][kk] * ws[tx][kk];
+      __syncthreads();
+    }
+    if (b < batch && n < units) o[(uint64_t)b * units + n] = md__act_apply(act, acc + bias[n]);
+  }
+}
+
+// One block per row of a contiguous softmax axis (inner == 1): block reductions of the max and
+// of the sum in shared memory.
+__global__ void softmax_rows(const float *in, float *o, uint64_t outer, uint64_t len, float beta) {
+  __shared__ float red[MD_HIP_THREADS];
+  const uint32_t t = threadIdx.x;
+  for (uint64_t p = blockIdx.x; p < outer; p += gridDim.x) {
+    const float *x = in + p * len;
+    float *y = o + p * len;
+    float m = x[0];
+    for (uint64_t k = t; k < len; k += blockDim.x) m = x[k] > m ? x[k] : m;
+    red[t] = m;
+    __syncthreads();
+    for (uint32_t h = blockDim.x / 2; h > 0; h /= 2) {
+      if (t < h && red[t + h] > red[t]) red[t] = red[t + h];
+      __syncthreads();
+    }
+    const float max = red[0];
+    __syncthreads();
+    float sum = 0.0f;
+    for (uint64_t k = t; k < len; k += blockDim.x) {
+      float e = md__softmax_term(x[k], max, beta);
+      y[k] = e;
+      sum += e;
+    }
+    red[t] = sum;
+    __syncthreads();
+    for (uint32_t h = blockDim.x / 2; h > 0; h /= 2) {
+      if (t < h) red[t] += red[t + h];
+      __syncthreads();
+    }
+    const float total = red[0];
+    for (uint64_t k = t; k < len; k += blockDim.x) y[k] = y[k] / total;
+    __syncthreads();  // red is reused by the next row
+  }
+}
+
+// One thread per (outer, inner) column, the host reference's loop order exactly; neighbouring
+// threads read neighbouring inner positions, so the accesses coalesce when inner > 1.
+__global__ void softmax_cols(const float *in, float *o, uint64_t outer, uint64_t len,
+                             uint64_t inner, float beta) {
+  const uint64_t stride = MD_HIP_NTHREADS, cols = outer * inner;
+  for (uint64_t c = MD_HIP_TID; c < cols; c += stride) {
+    const uint64_t p = c / inner, q = c % inner, base = p * len * inner + q;
+    float m = in[base];
+    for (uint64_t k = 1; k < len; k++) {
+      float x = in[base + k * inner];
+      if (x > m) m = x;
+    }
+    float sum = 0.0f;
+    for (uint64_t k = 0; k < len; k++) {
+      float e = md__softmax_term(in[base + k * inner], m, beta);
+      o[base + k * inner] = e;
+      sum += e;
+    }
+    for (uint64_t k = 0; k < len; k++) o[base + k * inner] = o[base + k * inner] / sum;
+  }
+}
+
+extern "C" hipError_t md__hip_fc(hipStream_t s, const float *in, const float *w, const float *bias,
+                                 float *o, uint32_t batch, uint32_t units, uint32_t isz, int act) {
+  if (batch == 0 || units == 0) return hipSuccess;
+  uint32_t gx = (units + FC_TILE - 1) / FC_TILE, gy = (batch + FC_TILE - 1) / FC_TILE;
+  if (gy > 65535u) gy = 65535u;
+  hipLaunchKernelGGL(fc_tiled, dim3(gx, gy), dim3(FC_TILE, FC_TILE), 0, s, in, w, bias, o, batch,
+                     units, isz, act);
+  return hipGetLastError();
+}
+
+extern "C" hipError_t md__hip_softmax(hipStream_t s, const float *in, float *o, uint64_t outer,
+                                      uint64_t len, uint64_t inner, float beta) {
+  if (outer == 0 || len == 0 || inner == 0) return hipSuccess;
+  if (inner == 1 && len >= 64) {
+    hipLaunchKernelGGL(softmax_rows, dim3(md__hip_blocks(outer, 1)), dim3(MD_HIP_THREADS), 0, s,
+                       in, o, outer, len, beta);
+  } else {
+    hipLaunchKernelGGL(softmax_cols, dim3(md__hip_blocks(outer * inner, MD_HIP_THREADS)),
+                       dim3(MD_HIP_THREADS), 0, s, in, o, outer, len, inner, beta);
+  }
+  return hipGetLastError();
+}

@@ -1,0 +1,145 @@
+/* test_hip_backend.c - the hip backend behind md_backend_ops: opening without a GPU (runs
+ * everywhere), and on a GPU memory, copies, streams and events. GPU tests skip without one. */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device.h"
+#include "hip_test.h"
+
+static const md_backend_ops *ops(void) { return md_hip_backend(); }
+
+Test(hip_backend, without_a_gpu_open_is_device_unavailable_naming_the_call) {
+  md_backend_params p;
+  memset(&p, 0, sizeof p);
+  p.struct_size = sizeof p;
+  char err[256] = "";
+  md_backend *b = NULL;
+  md_status st = ops()->open(&p, &b, err, sizeof err);
+  if (st == MD_NONE) {
+    ops()->close(b);
+    cr_skip_test("a GPU answered: this test is for machines without one");
+  }
+  cr_assert_eq(st, MD_DEVICE_UNAVAILABLE, "%s", err);
+  cr_assert(strstr(err, "hip: no GPU: hipGetDeviceCount"), "%s", err);
+}
+
+Test(hip_backend, driver_backend_hip_and_auto_say_which_backend_runs) {
+  const md_driver *drv = md__driver_table();
+  md_device *dev = NULL;
+  md_status st = drv->open_device("backend=hip", &dev);
+  int gpu = st == MD_NONE;
+  if (gpu) {
+    drv->close_device(dev);
+  } else {
+    cr_assert_eq(st, MD_DEVICE_UNAVAILABLE);
+    cr_assert(strstr(drv->last_error(NULL), "hip: no GPU"), "%s", drv->last_error(NULL));
+  }
+  cr_assert_eq(drv->open_device("backend=auto", &dev), MD_NONE, "%s", drv->last_error(NULL));
+  md_capabilities caps = {.struct_size = sizeof caps};
+  cr_assert_eq(drv->get_capabilities(dev, &caps), MD_NONE);
+  cr_assert_str_eq(caps.backend, gpu ? "hip" : "sim");
+  drv->close_device(dev);
+}
+
+Test(hip_backend, faults_are_refused_as_a_simulator_plan) {
+  md_backend_params p;
+  memset(&p, 0, sizeof p);
+  p.struct_size = sizeof p;
+  p.faults = "alloc_fail@1";
+  char err[256] = "";
+  md_backend *b = NULL;
+  cr_assert_eq(ops()->open(&p, &b, err, sizeof err), MD_INVALID_ARGUMENT);
+  cr_assert(strstr(err, "simulator fault plan"), "%s", err);
+}
+
+Test(hip_backend, new_memory_is_zero_also_when_reused) {
+  md_backend *b = hip_open_or_skip(0);
+  char err[256];
+  const uint64_t n = 3u << 20;
+  uint8_t *h = malloc(n);
+  md_devptr p;
+  cr_assert_eq(ops()->alloc(b, n, &p), MD_NONE);
+  cr_assert_eq(ops()->read(b, NULL, h, p, 0, n, err, sizeof err), MD_NONE, "%s", err);
+  for (uint64_t i = 0; i < n; i++) cr_assert_eq(h[i], 0, "byte %llu", (unsigned long long)i);
+  memset(h, 0xA5, n);
+  cr_assert_eq(ops()->write(b, NULL, p, 0, h, n, err, sizeof err), MD_NONE, "%s", err);
+  ops()->free(b, p);
+  cr_assert_eq(ops()->alloc(b, n, &p), MD_NONE);
+  cr_assert_eq(ops()->read(b, NULL, h, p, 0, n, err, sizeof err), MD_NONE, "%s", err);
+  for (uint64_t i = 0; i < n; i++) cr_assert_eq(h[i], 0, "reused byte %llu", (unsigned long long)i);
+  ops()->free(b, p);
+  free(h);
+  ops()->close(b);
+}
+
+Test(hip_backend, copies_round_trip_across_staging_chunks) {
+  md_backend *b = hip_open_or_skip(0);
+  char err[256];
+  const uint64_t n = (19u << 20) + 13; /* more than two staging buffers, an odd tail */
+  uint8_t *src = malloc(n), *dst = malloc(n);
+  for (uint64_t i = 0; i < n; i++) src[i] = (uint8_t)(i * 2654435761u >> 13);
+  md_devptr p, q;
+  cr_assert_eq(ops()->alloc(b, n + 100, &p), MD_NONE);
+  cr_assert_eq(ops()->alloc(b, n + 100, &q), MD_NONE);
+  cr_assert_eq(ops()->write(b, NULL, p, 7, src, n, err, sizeof err), MD_NONE, "%s", err);
+  cr_assert_eq(ops()->copy(b, NULL, q, 3, p, 7, n, err, sizeof err), MD_NONE, "%s", err);
+  memset(dst, 0, n);
+  cr_assert_eq(ops()->read(b, NULL, dst, q, 3, n, err, sizeof err), MD_NONE, "%s", err);
+  cr_assert(memcmp(src, dst, n) == 0);
+  /* Out of bounds and unknown pointers are refused, naming the allocation. */
+  cr_assert_eq(ops()->write(b, NULL, p, 200, src, n, err, sizeof err), MD_GENERAL_FAILURE);
+  cr_assert(strstr(err, "outside"), "%s", err);
+  cr_assert_eq(ops()->read(b, NULL, dst, p + 512, 0, 4, err, sizeof err), MD_GENERAL_FAILURE);
+  ops()->free(b, p);
+  ops()->free(b, q);
+  free(src);
+  free(dst);
+  ops()->close(b);
+}
+
+Test(hip_backend, streams_and_events_order_work) {
+  md_backend *b = hip_open_or_skip(0);
+  char err[256];
+  const uint64_t n = 12u << 20;
+  uint8_t *src = malloc(n), *dst = malloc(n);
+  memset(src, 0x5C, n);
+  md_stream *s;
+  md_event *e;
+  md_devptr p;
+  cr_assert_eq(ops()->alloc(b, n, &p), MD_NONE);
+  cr_assert_eq(ops()->stream_create(b, &s), MD_NONE);
+  cr_assert_not_null(ops()->stream_native(b, s));
+  cr_assert_eq(ops()->event_create(b, &e), MD_NONE);
+  cr_assert_eq(ops()->write(b, s, p, 0, src, n, err, sizeof err), MD_NONE, "%s", err);
+  memset(src, 0, n); /* the write staged its bytes already */
+  cr_assert_eq(ops()->event_record(b, e, s), MD_NONE);
+  cr_assert_eq(ops()->event_wait(b, e, 5000000000u), MD_NONE);
+  cr_assert_eq(ops()->read(b, s, dst, p, 0, n, err, sizeof err), MD_NONE, "%s", err);
+  cr_assert_eq(ops()->stream_sync(b, s, err, sizeof err), MD_NONE, "%s", err);
+  for (uint64_t i = 0; i < n; i += 4099) cr_assert_eq(dst[i], 0x5C);
+  cr_assert_eq(ops()->event_record(b, e, NULL), MD_NONE);
+  cr_assert_eq(ops()->event_wait(b, e, 0), MD_NONE, "a NULL-stream event is reached at once");
+  ops()->event_destroy(b, e);
+  ops()->stream_destroy(b, s);
+  ops()->free(b, p);
+  free(src);
+  free(dst);
+  ops()->close(b);
+}
+
+Test(hip_backend, mem_limit_refuses_persistently_and_transiently) {
+  md_backend *b = hip_open_or_skip(64u << 20);
+  md_backend_info info;
+  ops()->info(b, &info);
+  cr_assert_eq(info.mem_total, 64u << 20);
+  md_devptr p, q;
+  cr_assert_eq(ops()->alloc(b, 65u << 20, &p), MD_RESOURCE_EXHAUSTED_PERSISTENT);
+  cr_assert_eq(ops()->alloc(b, 40u << 20, &p), MD_NONE);
+  cr_assert_eq(ops()->alloc(b, 40u << 20, &q), MD_RESOURCE_EXHAUSTED_TRANSIENT);
+  ops()->free(b, p);
+  cr_assert_eq(ops()->alloc(b, 40u << 20, &q), MD_NONE, "the freed block is reused");
+  ops()->free(b, q);
+  ops()->close(b);
+}
