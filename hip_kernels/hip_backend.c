@@ -82,18 +82,6 @@ struct md_backend {
   _Atomic uint64_t copies, bytes_copied, launches;
 };
 
-static md_status fail(char *err, size_t errlen, md_status st, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static md_status fail(char *err, size_t errlen, md_status st, const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return st;
-}
-
 /* A HIP error of `call`: the mapped status and message; a lost device is remembered. */
 static md_status hip_fail(md_backend *b, hipError_t e, const char *call, char *err, size_t errlen) {
   char msg[256];
@@ -106,7 +94,7 @@ static md_status hip_fail(md_backend *b, hipError_t e, const char *call, char *e
     }
     pthread_mutex_unlock(&b->lost_lock);
   }
-  return fail(err, errlen, st, "hip: %s", msg);
+  return md_backend_fail(err, errlen, st, "hip: %s", msg);
 }
 
 #define HIP_TRY(b, call, expr, err, errlen)                       \
@@ -118,7 +106,7 @@ static md_status hip_fail(md_backend *b, hipError_t e, const char *call, char *e
 static md_status lost_check(md_backend *b, char *err, size_t errlen) {
   if (!atomic_load_explicit(&b->lost, memory_order_acquire)) return MD_NONE;
   pthread_mutex_lock(&b->lost_lock);
-  md_status st = fail(err, errlen, MD_DEVICE_UNAVAILABLE, "hip: device lost earlier: %s", b->lost_msg);
+  md_status st = md_backend_fail(err, errlen, MD_DEVICE_UNAVAILABLE, "hip: device lost earlier: %s", b->lost_msg);
   pthread_mutex_unlock(&b->lost_lock);
   return st;
 }
@@ -208,7 +196,7 @@ static md_status stage_read(md_backend *b, hipStream_t hs, stage *s, uint8_t *ds
 
 static md_status channel_new(md_backend *b, channel **out, char *err, size_t errlen) {
   channel *c = calloc(1, sizeof *c);
-  if (!c) return fail(err, errlen, MD_RESOURCE_EXHAUSTED_TRANSIENT, "hip: out of host memory");
+  if (!c) return md_backend_fail(err, errlen, MD_RESOURCE_EXHAUSTED_TRANSIENT, "hip: out of host memory");
   hipError_t e = hipStreamCreateWithFlags(&c->s, hipStreamNonBlocking);
   if (e != hipSuccess) {
     free(c);
@@ -307,7 +295,7 @@ static void hip_close(md_backend *b);
 static md_status hip_open(const md_backend_params *p, md_backend **out, char *err, size_t errlen) {
   *out = NULL;
   if (p->faults && p->faults[0])
-    return fail(err, errlen, MD_INVALID_ARGUMENT,
+    return md_backend_fail(err, errlen, MD_INVALID_ARGUMENT,
                 "hip: faults='%s' is a simulator fault plan; the hip backend injects no faults "
                 "(use backend=sim)", p->faults);
   int count = 0;
@@ -315,10 +303,10 @@ static md_status hip_open(const md_backend_params *p, md_backend **out, char *er
   if (e != hipSuccess) {
     char msg[200];
     (void)md__hip_status(e, "hipGetDeviceCount", msg, sizeof msg);
-    return fail(err, errlen, MD_DEVICE_UNAVAILABLE, "hip: no GPU: %s", msg);
+    return md_backend_fail(err, errlen, MD_DEVICE_UNAVAILABLE, "hip: no GPU: %s", msg);
   }
   if (count <= 0)
-    return fail(err, errlen, MD_DEVICE_UNAVAILABLE, "hip: no GPU: hipGetDeviceCount: 0 devices");
+    return md_backend_fail(err, errlen, MD_DEVICE_UNAVAILABLE, "hip: no GPU: hipGetDeviceCount: 0 devices");
   int dev = 0;
   const char *env = getenv("MD_HIP_DEVICE");
   if (env && *env) {
@@ -326,12 +314,12 @@ static md_status hip_open(const md_backend_params *p, md_backend **out, char *er
     errno = 0;
     long v = strtol(env, &end, 10);
     if (*end || errno || v < 0 || v >= count)
-      return fail(err, errlen, MD_INVALID_ARGUMENT, "hip: MD_HIP_DEVICE='%s': not a device index below %d",
+      return md_backend_fail(err, errlen, MD_INVALID_ARGUMENT, "hip: MD_HIP_DEVICE='%s': not a device index below %d",
                   env, count);
     dev = (int)v;
   }
   md_backend *b = calloc(1, sizeof *b);
-  if (!b) return fail(err, errlen, MD_RESOURCE_EXHAUSTED_TRANSIENT, "hip: out of host memory");
+  if (!b) return md_backend_fail(err, errlen, MD_RESOURCE_EXHAUSTED_TRANSIENT, "hip: out of host memory");
   b->magic = HIP_MAGIC;
   b->device = dev;
   pthread_mutex_init(&b->lost_lock, NULL);
@@ -348,7 +336,7 @@ static md_status hip_open(const md_backend_params *p, md_backend **out, char *er
     b->mem_total = p->mem_limit && p->mem_limit < total_b ? p->mem_limit : total_b;
     md__hpool_ops ops = {.reserve = pool_reserve, .release = pool_release, .ctx = b};
     b->pool = md__hpool_create(&ops, b->mem_total);
-    if (!b->pool) st = fail(err, errlen, MD_RESOURCE_EXHAUSTED_TRANSIENT, "hip: out of host memory");
+    if (!b->pool) st = md_backend_fail(err, errlen, MD_RESOURCE_EXHAUSTED_TRANSIENT, "hip: out of host memory");
   }
   if (st == MD_NONE) { /* one channel up front: the first copy does not pay for pinned memory */
     channel *c = NULL;
@@ -436,9 +424,9 @@ static md_status span(md_backend *b, const char *what, md_devptr p, uint64_t off
                       char *err, size_t errlen) {
   uint64_t size = md__hpool_block_size(b->pool, p);
   if (!size)
-    return fail(err, errlen, MD_GENERAL_FAILURE, "hip: %s: 0x%" PRIx64 " is not a live allocation", what, p);
+    return md_backend_fail(err, errlen, MD_GENERAL_FAILURE, "hip: %s: 0x%" PRIx64 " is not a live allocation", what, p);
   if (off > size || n > size - off)
-    return fail(err, errlen, MD_GENERAL_FAILURE,
+    return md_backend_fail(err, errlen, MD_GENERAL_FAILURE,
                 "hip: %s: [%" PRIu64 ", +%" PRIu64 ") is outside the %" PRIu64 "-byte allocation 0x%" PRIx64,
                 what, off, n, size, p);
   *addr = (uint8_t *)(uintptr_t)p + off;

@@ -2,6 +2,8 @@
  * hip_pool.h for the design). */
 #include "hip_pool.h"
 
+#include "md/backend.h"
+
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -44,18 +46,6 @@ struct md__hpool {
   uint64_t map_cap, map_n;   /* cap: a power of two */
   md__hpool_stats st;
 };
-
-static md_status fail(char *err, size_t errlen, md_status st, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static md_status fail(char *err, size_t errlen, md_status st, const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return st;
-}
 
 /* ---- size classes ---- */
 
@@ -238,7 +228,7 @@ static md_status grow(md__hpool *p, uint32_t cls, uint64_t size, char *err, size
     trim_locked(p);
     room = p->limit - p->st.reserved;
     if (bytes > room)
-      return fail(err, errlen, MD_RESOURCE_EXHAUSTED_TRANSIENT,
+      return md_backend_fail(err, errlen, MD_RESOURCE_EXHAUSTED_TRANSIENT,
                   "%" PRIu64 " bytes (class %" PRIu64 "): %" PRIu64 " of the limit's %" PRIu64
                   " bytes are in use", size, size, p->st.reserved, p->limit);
   }
@@ -250,7 +240,7 @@ static md_status grow(md__hpool *p, uint32_t cls, uint64_t size, char *err, size
   uint32_t n_blocks = (uint32_t)n_blocks64;
   uint32_t si = slab_slot(p);
   if (si == UINT32_MAX || fl_reserve(&p->fl[cls], n_blocks) != 0)
-    return fail(err, errlen, MD_RESOURCE_EXHAUSTED_TRANSIENT, "pool metadata: host out of memory");
+    return md_backend_fail(err, errlen, MD_RESOURCE_EXHAUSTED_TRANSIENT, "pool metadata: host out of memory");
   uint64_t base = 0;
   md_status st = p->ops.reserve(p->ops.ctx, bytes, &base, err, errlen);
   if (st == MD_RESOURCE_EXHAUSTED_TRANSIENT && trim_locked(p) > 0)
@@ -273,7 +263,7 @@ md_status md__hpool_alloc(md__hpool *p, uint64_t bytes, uint64_t *addr, char *er
   uint64_t size = 0;
   uint32_t cls = class_of(bytes, &size);
   if (cls == UINT32_MAX || size > p->limit)
-    return fail(err, errlen, MD_RESOURCE_EXHAUSTED_PERSISTENT,
+    return md_backend_fail(err, errlen, MD_RESOURCE_EXHAUSTED_PERSISTENT,
                 "%" PRIu64 " bytes: more than the device's limit of %" PRIu64 " bytes", bytes, p->limit);
   pthread_mutex_lock(&p->lock);
   md_status st = MD_NONE;
@@ -282,7 +272,7 @@ md_status md__hpool_alloc(md__hpool *p, uint64_t bytes, uint64_t *addr, char *er
     free_list *f = &p->fl[cls];
     free_ent e = f->v[f->n - 1];
     if (map_put(p, e.addr, e.slab) != 0) {
-      st = fail(err, errlen, MD_RESOURCE_EXHAUSTED_TRANSIENT, "pool metadata: host out of memory");
+      st = md_backend_fail(err, errlen, MD_RESOURCE_EXHAUSTED_TRANSIENT, "pool metadata: host out of memory");
     } else {
       f->n--;
       p->slabs[e.slab].n_free--;

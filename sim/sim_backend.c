@@ -130,18 +130,6 @@ struct md_backend {
 
 enum { C_ALLOC = 0, C_COPY = 1, C_LAUNCH = 2 };
 
-static md_status fail(char *err, size_t errlen, md_status st, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static md_status fail(char *err, size_t errlen, md_status st, const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return st;
-}
-
 static md_status kfail(md_kernel_status *st, md_status code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -155,37 +143,37 @@ static md_status faults_parse(md_backend *b, const char *plan, char *err, size_t
   size_t cap = 1;
   for (const char *c = plan; *c; c++) cap += *c == ',';
   b->faults = calloc(cap, sizeof *b->faults);
-  if (!b->faults) return fail(err, errlen, MD_DEVICE_UNAVAILABLE, "sim: out of host memory");
+  if (!b->faults) return md_backend_fail(err, errlen, MD_DEVICE_UNAVAILABLE, "sim: out of host memory");
   const char *item = plan;
   for (size_t i = 0; i < cap; i++) {
     const char *end = strchr(item, ',');
     int len = (int)(end ? (size_t)(end - item) : strlen(item));
     const char *at = memchr(item, '@', (size_t)len);
     if (len == 0)
-      return fail(err, errlen, MD_INVALID_ARGUMENT, "faults: '' (item %zu): empty item", i + 1);
+      return md_backend_fail(err, errlen, MD_INVALID_ARGUMENT, "faults: '' (item %zu): empty item", i + 1);
     if (!at)
-      return fail(err, errlen, MD_INVALID_ARGUMENT, "faults: '%.*s': missing '@N'", len, item);
+      return md_backend_fail(err, errlen, MD_INVALID_ARGUMENT, "faults: '%.*s': missing '@N'", len, item);
     int klen = (int)(at - item);
     int k = -1;
     for (int j = 0; j < F_KINDS; j++)
       if ((int)strlen(fault_names[j]) == klen && strncmp(item, fault_names[j], (size_t)klen) == 0) k = j;
     if (k < 0)
-      return fail(err, errlen, MD_INVALID_ARGUMENT,
+      return md_backend_fail(err, errlen, MD_INVALID_ARGUMENT,
                   "faults: '%.*s': unknown kind '%.*s' (alloc_fail, copy_fail, kernel_fail, device_lost)", len,
                   item, klen, item);
     const char *num = at + 1, *stop = item + len;
-    if (num == stop) return fail(err, errlen, MD_INVALID_ARGUMENT, "faults: '%.*s': missing count", len, item);
+    if (num == stop) return md_backend_fail(err, errlen, MD_INVALID_ARGUMENT, "faults: '%.*s': missing count", len, item);
     uint64_t n = 0;
     for (const char *d = num; d < stop; d++) {
       if (*d < '0' || *d > '9')
-        return fail(err, errlen, MD_INVALID_ARGUMENT, "faults: '%.*s': count '%.*s' is not a number", len, item,
+        return md_backend_fail(err, errlen, MD_INVALID_ARGUMENT, "faults: '%.*s': count '%.*s' is not a number", len, item,
                     (int)(stop - num), num);
       uint64_t digit = (uint64_t)(*d - '0');
       if (n > (UINT64_MAX - digit) / 10)
-        return fail(err, errlen, MD_INVALID_ARGUMENT, "faults: '%.*s': count is out of range", len, item);
+        return md_backend_fail(err, errlen, MD_INVALID_ARGUMENT, "faults: '%.*s': count is out of range", len, item);
       n = n * 10 + digit;
     }
-    if (n == 0) return fail(err, errlen, MD_INVALID_ARGUMENT, "faults: '%.*s': count must be >= 1", len, item);
+    if (n == 0) return md_backend_fail(err, errlen, MD_INVALID_ARGUMENT, "faults: '%.*s': count must be >= 1", len, item);
     b->faults[b->n_faults++] = (fault){(fault_kind)k, n};
     item = end ? end + 1 : stop;
   }
@@ -205,7 +193,7 @@ static int fault_fires(md_backend *b, fault_kind kind, uint64_t n) {
 static int is_lost(md_backend *b) { return atomic_load_explicit(&b->lost, memory_order_acquire); }
 
 static md_status lost_status(md_backend *b, const char *what, char *err, size_t errlen) {
-  return fail(err, errlen, MD_DEVICE_UNAVAILABLE, "sim: %s: device lost (device_lost@%" PRIu64 ")", what,
+  return md_backend_fail(err, errlen, MD_DEVICE_UNAVAILABLE, "sim: %s: device lost (device_lost@%" PRIu64 ")", what,
               atomic_load_explicit(&b->lost_at, memory_order_relaxed));
 }
 
@@ -237,19 +225,19 @@ static uint64_t calls_of(md_backend *b, int kind) {
  * and fires what the plan says for that number. */
 static md_status sim_fault_point(md_backend *b, md_fault_site site, char *err, size_t errlen) {
   if (!sim_of(b) || (unsigned)site > MD_FAULT_EXECUTION)
-    return fail(err, errlen, MD_INVALID_ARGUMENT, "sim: fault_point: bad device or site");
+    return md_backend_fail(err, errlen, MD_INVALID_ARGUMENT, "sim: fault_point: bad device or site");
   if (is_lost(b)) return lost_status(b, "device", err, errlen);
   uint64_t n = atomic_fetch_add_explicit(&b->site_calls[site], 1, memory_order_relaxed) + 1;
   if (!b->n_faults) return MD_NONE;
   switch (site) {
     case MD_FAULT_ALLOCATE:
       if (fault_fires(b, F_ALLOC, n))
-        return fail(err, errlen, MD_RESOURCE_EXHAUSTED_TRANSIENT,
+        return md_backend_fail(err, errlen, MD_RESOURCE_EXHAUSTED_TRANSIENT,
                     "sim: injected device allocation failure (alloc_fail@%" PRIu64 ")", n);
       break;
     case MD_FAULT_COPY:
       if (fault_fires(b, F_COPY, n))
-        return fail(err, errlen, MD_GENERAL_FAILURE, "sim: injected copy failure (copy_fail@%" PRIu64 ")", n);
+        return md_backend_fail(err, errlen, MD_GENERAL_FAILURE, "sim: injected copy failure (copy_fail@%" PRIu64 ")", n);
       break;
     case MD_FAULT_EXECUTION:
       if (fault_fires(b, F_LOST, n)) {
@@ -259,11 +247,11 @@ static md_status sim_fault_point(md_backend *b, md_fault_site site, char *err, s
         pthread_cond_broadcast(&b->work_cond);
         pthread_cond_broadcast(&b->done_cond);
         pthread_mutex_unlock(&b->sched_lock);
-        return fail(err, errlen, MD_DEVICE_UNAVAILABLE,
+        return md_backend_fail(err, errlen, MD_DEVICE_UNAVAILABLE,
                     "sim: device lost during execution %" PRIu64 " (device_lost@%" PRIu64 ")", n, n);
       }
       if (fault_fires(b, F_KERNEL, n))
-        return fail(err, errlen, MD_GENERAL_FAILURE, "sim: injected kernel failure (kernel_fail@%" PRIu64 ")", n);
+        return md_backend_fail(err, errlen, MD_GENERAL_FAILURE, "sim: injected kernel failure (kernel_fail@%" PRIu64 ")", n);
       break;
   }
   return MD_NONE;
@@ -300,15 +288,15 @@ static _Atomic uint32_t next_id;
 static void sim_close(md_backend *b);
 
 static md_status sim_open(const md_backend_params *p, md_backend **out, char *err, size_t errlen) {
-  if (!out) return fail(err, errlen, MD_INVALID_ARGUMENT, "sim: open: out is NULL");
+  if (!out) return md_backend_fail(err, errlen, MD_INVALID_ARGUMENT, "sim: open: out is NULL");
   *out = NULL;
   md_backend_params defaults = {.struct_size = sizeof defaults};
   if (!p) p = &defaults;
   if (p->struct_size < sizeof *p)
-    return fail(err, errlen, MD_INVALID_ARGUMENT, "sim: open: md_backend_params.struct_size %u < %zu",
+    return md_backend_fail(err, errlen, MD_INVALID_ARGUMENT, "sim: open: md_backend_params.struct_size %u < %zu",
                 p->struct_size, sizeof *p);
   md_backend *b = aligned_alloc(_Alignof(md_backend), sizeof *b);
-  if (!b) return fail(err, errlen, MD_DEVICE_UNAVAILABLE, "sim: out of host memory");
+  if (!b) return md_backend_fail(err, errlen, MD_DEVICE_UNAVAILABLE, "sim: out of host memory");
   memset(b, 0, sizeof *b);
   b->magic = SIM_MAGIC;
   b->id = atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed) % 255u + 1u;
@@ -481,23 +469,23 @@ static md_status resolve(md_backend *b, const char *what, md_devptr p, uint64_t 
   md__arena_alloc_info ai;
   if (p == 0) {
     atomic_fetch_add_explicit(&b->bad_pointers, 1, memory_order_relaxed);
-    return fail(err, errlen, MD_GENERAL_FAILURE, "sim: %s: null device pointer", what);
+    return md_backend_fail(err, errlen, MD_GENERAL_FAILURE, "sim: %s: null device pointer", what);
   }
   if ((p & ID_MASK) != b->tag) {
     atomic_fetch_add_explicit(&b->bad_pointers, 1, memory_order_relaxed);
-    return fail(err, errlen, MD_GENERAL_FAILURE, "sim: %s: 0x%" PRIx64 " is not a device pointer of this device",
+    return md_backend_fail(err, errlen, MD_GENERAL_FAILURE, "sim: %s: 0x%" PRIx64 " is not a device pointer of this device",
                 what, p);
   }
   uint64_t o = p & OFF_MASK;
   if (!md__arena_find(b->arena, o, &ai)) {
     atomic_fetch_add_explicit(&b->bad_pointers, 1, memory_order_relaxed);
-    return fail(err, errlen, MD_GENERAL_FAILURE,
+    return md_backend_fail(err, errlen, MD_GENERAL_FAILURE,
                 "sim: %s: 0x%" PRIx64 " is not in a live allocation (freed, or never allocated)", what, p);
   }
   uint64_t avail = ai.off + ai.size - o;
   if (off > avail || n > avail - off) {
     atomic_fetch_add_explicit(&b->bad_pointers, 1, memory_order_relaxed);
-    return fail(err, errlen, MD_GENERAL_FAILURE,
+    return md_backend_fail(err, errlen, MD_GENERAL_FAILURE,
                 "sim: %s: %" PRIu64 " bytes at offset %" PRIu64 " of 0x%" PRIx64
                 " run past the end of allocation 0x%" PRIx64 " (size %" PRIu64 ")",
                 what, n, off, p, b->tag | ai.off, ai.size);
@@ -683,7 +671,7 @@ static md_status issue(md_backend *b, md_stream *s, cmd *c, char *err, size_t er
   if (b->stopping) {
     pthread_mutex_unlock(&b->sched_lock);
     free(c);
-    return fail(err, errlen, MD_DEVICE_UNAVAILABLE, "sim: the device is closing");
+    return md_backend_fail(err, errlen, MD_DEVICE_UNAVAILABLE, "sim: the device is closing");
   }
   issue_locked(b, s, c);
   pthread_mutex_unlock(&b->sched_lock);
@@ -700,15 +688,15 @@ static md_status copy_accept(md_backend *b, md_stream *s, uint8_t *dst, const ui
     return run_copy(b, NULL, &c);
   }
   cmd *c = calloc(1, sizeof *c);
-  if (!c) return fail(err, errlen, MD_RESOURCE_EXHAUSTED_TRANSIENT, "sim: out of host memory");
+  if (!c) return md_backend_fail(err, errlen, MD_RESOURCE_EXHAUSTED_TRANSIENT, "sim: out of host memory");
   *c = (cmd){.kind = CMD_COPY, .dst = dst, .src = src, .n = n, .overlap = overlap};
   return issue(b, s, c, err, errlen);
 }
 
 static md_status sim_write(md_backend *b, md_stream *s, md_devptr dst, uint64_t off, const void *src, uint64_t n,
                            char *err, size_t errlen) {
-  if (!sim_of(b)) return fail(err, errlen, MD_INVALID_ARGUMENT, "sim: write: not a sim device");
-  if (!src && n) return fail(err, errlen, MD_INVALID_ARGUMENT, "sim: write: NULL host source");
+  if (!sim_of(b)) return md_backend_fail(err, errlen, MD_INVALID_ARGUMENT, "sim: write: not a sim device");
+  if (!src && n) return md_backend_fail(err, errlen, MD_INVALID_ARGUMENT, "sim: write: NULL host source");
   if (is_lost(b)) return lost_status(b, "write", err, errlen);
   count_call(b, C_COPY);
   uint8_t *to;
@@ -718,8 +706,8 @@ static md_status sim_write(md_backend *b, md_stream *s, md_devptr dst, uint64_t 
 
 static md_status sim_read(md_backend *b, md_stream *s, void *dst, md_devptr src, uint64_t off, uint64_t n, char *err,
                           size_t errlen) {
-  if (!sim_of(b)) return fail(err, errlen, MD_INVALID_ARGUMENT, "sim: read: not a sim device");
-  if (!dst && n) return fail(err, errlen, MD_INVALID_ARGUMENT, "sim: read: NULL host destination");
+  if (!sim_of(b)) return md_backend_fail(err, errlen, MD_INVALID_ARGUMENT, "sim: read: not a sim device");
+  if (!dst && n) return md_backend_fail(err, errlen, MD_INVALID_ARGUMENT, "sim: read: NULL host destination");
   if (is_lost(b)) return lost_status(b, "read", err, errlen);
   count_call(b, C_COPY);
   uint8_t *from;
@@ -729,7 +717,7 @@ static md_status sim_read(md_backend *b, md_stream *s, void *dst, md_devptr src,
 
 static md_status sim_copy(md_backend *b, md_stream *s, md_devptr dst, uint64_t doff, md_devptr src, uint64_t soff,
                           uint64_t n, char *err, size_t errlen) {
-  if (!sim_of(b)) return fail(err, errlen, MD_INVALID_ARGUMENT, "sim: copy: not a sim device");
+  if (!sim_of(b)) return md_backend_fail(err, errlen, MD_INVALID_ARGUMENT, "sim: copy: not a sim device");
   if (is_lost(b)) return lost_status(b, "copy", err, errlen);
   count_call(b, C_COPY);
   uint8_t *from, *to;
@@ -911,13 +899,13 @@ static void sim_stream_destroy(md_backend *b, md_stream *s) {
 }
 
 static md_status sim_stream_sync(md_backend *b, md_stream *s, char *err, size_t errlen) {
-  if (!sim_of(b)) return fail(err, errlen, MD_INVALID_ARGUMENT, "sim: stream_sync: not a sim device");
+  if (!sim_of(b)) return md_backend_fail(err, errlen, MD_INVALID_ARGUMENT, "sim: stream_sync: not a sim device");
   md_status st = MD_NONE;
   pthread_mutex_lock(&b->sched_lock);
   drain_locked(b, s);
   if (s) {
     st = s->error;
-    if (st != MD_NONE) fail(err, errlen, st, "%s", s->message);
+    if (st != MD_NONE) md_backend_fail(err, errlen, st, "%s", s->message);
     s->error = MD_NONE;
     s->message[0] = '\0';
   }

@@ -1,10 +1,7 @@
-/* driver.c - loads a driver (dlopen + md_driver_entry) or takes the linked reference driver,
- * and checks its table before the engine calls through it. */
-#include <dlfcn.h>
-#include <stdio.h>
-#include <string.h>
-
+/* driver.c - verdict names, and loading a driver (md/loader.h) with the linked reference driver
+ * as the default. */
 #include "engine_int.h"
+#include "md/loader.h"
 
 const char *mdc_verdict_name(mdc_verdict v) {
   switch (v) {
@@ -16,67 +13,8 @@ const char *mdc_verdict_name(mdc_verdict v) {
   return "Unknown";
 }
 
-typedef const md_driver *(*entry_fn)(uint32_t);
-
-/* Why RTLD_DEEPBIND (as sim/workloads/wl_common.c): programs using the engine link the reference
- * driver, so its public md_* symbols are global; another build of it loaded here (a mutant) must
- * bind its own calls to its own copies. Sanitizer runtimes refuse DEEPBIND, so sanitized builds
- * go without it. */
-static int dl_bind_flags(void) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  return 0;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-  return 0;
-#else
-  return RTLD_DEEPBIND;
-#endif
-#else
-  return RTLD_DEEPBIND;
-#endif
-}
-
 const md_driver *mdc_driver_load(const char *so_path, void **dl, char *err, size_t errlen) {
-  entry_fn entry = md_driver_entry;
-  void *h = NULL;
-  if (dl) *dl = NULL;
-  if (err && errlen) err[0] = '\0';
-  if (so_path) {
-    h = dlopen(so_path, RTLD_NOW | RTLD_LOCAL | dl_bind_flags());
-    if (!h) {
-      if (err) snprintf(err, errlen, "dlopen(%s): %s", so_path, dlerror());
-      return NULL;
-    }
-    void *sym = dlsym(h, "md_driver_entry");
-    if (!sym) {
-      if (err) snprintf(err, errlen, "dlsym(%s, md_driver_entry): %s", so_path, dlerror());
-      dlclose(h);
-      return NULL;
-    }
-    memcpy(&entry, &sym, sizeof entry); /* POSIX's way from a dlsym result to a function */
-  }
-  const md_driver *d = entry(MD_DRIVER_ABI_VERSION);
-  const char *why = NULL;
-  if (!d) why = "md_driver_entry(1) returned NULL: the driver cannot serve ABI v1";
-  else if (d->abi_version != MD_DRIVER_ABI_VERSION) why = "the table's abi_version is not 1";
-  else if (d->struct_size < sizeof(md_driver)) why = "the table's struct_size is smaller than md_driver";
-  else if (!d->open_device || !d->close_device || !d->get_capabilities ||
-           !d->get_supported_operations || !d->open_client || !d->close_client ||
-           !d->prepare_model || !d->release_prepared_model || !d->allocate || !d->copy_to ||
-           !d->copy_from || !d->free_buffer || !d->execute || !d->execute_async ||
-           !d->wait_event || !d->last_error)
-    why = "the table has a NULL entry point";
-  if (why) {
-    if (err) snprintf(err, errlen, "%s: %s", so_path ? so_path : "linked driver", why);
-    if (h) dlclose(h);
-    return NULL;
-  }
-  if (dl) *dl = h;
-  else if (h) { /* the caller cannot unload it; keep it loaded */
-  }
-  return d;
+  return md_driver_load(so_path, md_driver_entry, dl, err, errlen);
 }
 
-void mdc_driver_unload(void *dl) {
-  if (dl) dlclose(dl);
-}
+void mdc_driver_unload(void *dl) { md_driver_unload(dl); }

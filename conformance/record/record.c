@@ -7,7 +7,6 @@
  *   MDC_RECORD_NAME     the trace's header name          (default "workloads/recorded")
  *   MDC_RECORD_PROGRAM  the command line, for the header (default "?")
  * The file is written when the library is unloaded (dlclose or process exit). */
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -16,6 +15,7 @@
 #include <unistd.h>
 
 #include "record_int.h"
+#include "md/loader.h"
 
 rec_state md__rec = {.mu = PTHREAD_MUTEX_INITIALIZER};
 #define R (&md__rec)
@@ -352,18 +352,6 @@ static const char *r_last_error(md_device *d) { return R->real->last_error(d); }
 
 /* ---- loading -------------------------------------------------------------------------------- */
 
-typedef const md_driver *(*entry_fn)(uint32_t);
-
-/* RTLD_DEEPBIND for the same reason as sim/workloads/wl_common.c: another build of the
- * reference driver must run on its own registries, not on a linked copy's. Sanitizers refuse it. */
-static int bind_flags(void) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  return 0;
-#else
-  return RTLD_DEEPBIND;
-#endif
-}
-
 static void init(void) {
   const char *real = getenv("MDC_RECORD_REAL"), *out = getenv("MDC_RECORD_OUT");
   const char *name = getenv("MDC_RECORD_NAME"), *prog = getenv("MDC_RECORD_PROGRAM");
@@ -372,21 +360,10 @@ static void init(void) {
                     "the trace to write (run the workload through `mdc record`)\n");
     return;
   }
-  R->dl = dlopen(real, RTLD_NOW | RTLD_LOCAL | bind_flags());
-  if (!R->dl) {
-    fprintf(stderr, "mdc-record: dlopen(%s): %s\n", real, dlerror());
-    return;
-  }
-  void *sym = dlsym(R->dl, "md_driver_entry");
-  if (!sym) {
-    fprintf(stderr, "mdc-record: %s has no md_driver_entry: %s\n", real, dlerror());
-    return;
-  }
-  entry_fn entry;
-  memcpy(&entry, &sym, sizeof entry);
-  R->real = entry(MD_DRIVER_ABI_VERSION);
-  if (!R->real || R->real->abi_version != MD_DRIVER_ABI_VERSION || R->real->struct_size < sizeof(md_driver)) {
-    fprintf(stderr, "mdc-record: %s does not serve ABI v%u\n", real, MD_DRIVER_ABI_VERSION);
+  char err[512];
+  R->real = md_driver_load(real, NULL, &R->dl, err, sizeof err);
+  if (!R->real) {
+    fprintf(stderr, "mdc-record: %s\n", err);
     return;
   }
   snprintf(R->out, sizeof R->out, "%s", out);

@@ -813,9 +813,7 @@ static void give_results(const md__exec *x, md_status st, md_output_shape *shape
 
 md_status md__execute(md_device *d, md_handle client, md_handle prepared, const md_request *req,
                       md_output_shape *shapes, uint32_t n_shapes, md_timing *timing) {
-  md__exec *x;
-  if (shapes && n_shapes) memset(shapes, 0, n_shapes * sizeof *shapes);
-  if (timing) timing->on_device_ns = timing->in_driver_ns = UINT64_MAX;
+  md__exec *x;   /* shapes and timing were cleared by the entry point (device.c) */
   md_status st = exec_create(d, "execute", client, prepared, req, &x);
   if (st != MD_NONE) return st;
   st = exec_run(x, false);
@@ -931,9 +929,7 @@ md_status md__execute_async(md_device *d, md_handle client, md_handle prepared, 
 
 md_status md__wait_event(md_device *d, md_handle client, md_handle event, uint64_t timeout_ns,
                          md_output_shape *shapes, uint32_t n_shapes, md_timing *timing) {
-  if (shapes && n_shapes) memset(shapes, 0, n_shapes * sizeof *shapes);
-  if (timing) timing->on_device_ns = timing->in_driver_ns = UINT64_MAX;
-  md__hentry *ce, *ee;
+  md__hentry *ce, *ee;   /* shapes and timing were cleared by the entry point (device.c) */
   md_status st = md__client_get(d, "wait_event", client, &ce);
   if (st != MD_NONE) return st;
   st = md__owned_get(d, "wait_event", "event", client, event, MD__KIND_EVENT, &ee);

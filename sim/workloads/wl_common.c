@@ -1,8 +1,8 @@
 /* wl_common.c - the simulated workloads' shared code: driver loading, options, checks, PRNG,
  * memfd pools, model/request builders, host reference kernels, digest, summary line. */
 #include "wl_common.h"
+#include "md/loader.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -129,50 +129,14 @@ void wl_init(wl_ctx *ctx, const char *name, int argc, char **argv, uint32_t defa
   }
 }
 
-typedef const md_driver *(*entry_fn)(uint32_t);
-
-/* Why RTLD_DEEPBIND: this program is linked against the reference driver, whose public md_*
- * symbols (kernel and backend registries, scopes) are therefore global. Another build of it
- * loaded with --driver (a mutant, a HIP build) would otherwise bind its own calls of those
- * functions to the linked copy and silently run on the linked copy's registries. DEEPBIND makes
- * the loaded driver use its own definitions first. Sanitizer runtimes refuse DEEPBIND (they
- * interpose malloc and friends), so sanitized builds go without it: there, --driver with a
- * library that exports the same md_* names shares the linked copy's registries. */
-static int dl_bind_flags(void) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  return 0;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-  return 0;
-#else
-  return RTLD_DEEPBIND;
-#endif
-#else
-  return RTLD_DEEPBIND;
-#endif
-}
-
 void wl_open(wl_ctx *ctx) {
-  entry_fn entry = md_driver_entry;
-  if (ctx->driver_path) {
-    ctx->dl = dlopen(ctx->driver_path, RTLD_NOW | RTLD_LOCAL | dl_bind_flags());
-    if (!ctx->dl) wl_fail(ctx, "dlopen(%s): %s", ctx->driver_path, dlerror());
-    /* POSIX's sanctioned way to turn a dlsym result into a function pointer. */
-    void *sym = dlsym(ctx->dl, "md_driver_entry");
-    if (!sym) wl_fail(ctx, "dlsym(%s, md_driver_entry): %s", ctx->driver_path, dlerror());
-    memcpy(&entry, &sym, sizeof entry);
-  }
-  const md_driver *d = entry(MD_DRIVER_ABI_VERSION);
-  if (!d) wl_fail(ctx, "md_driver_entry(%u) returned NULL: the driver cannot serve ABI v1",
-                  MD_DRIVER_ABI_VERSION);
-  if (d->abi_version != MD_DRIVER_ABI_VERSION || d->struct_size < sizeof(md_driver))
-    wl_fail(ctx, "driver table: abi_version %u, struct_size %u (want %u, >= %zu)", d->abi_version,
-            d->struct_size, MD_DRIVER_ABI_VERSION, sizeof(md_driver));
-  if (!d->open_device || !d->close_device || !d->get_capabilities || !d->get_supported_operations ||
-      !d->open_client || !d->close_client || !d->prepare_model || !d->release_prepared_model ||
-      !d->allocate || !d->copy_to || !d->copy_from || !d->free_buffer || !d->execute ||
-      !d->execute_async || !d->wait_event || !d->last_error)
-    wl_fail(ctx, "driver table of '%s' has a NULL entry point", d->name ? d->name : "?");
+  char err[512];
+  void *dl = NULL;
+  /* md/loader.h: dlopen (RTLD_DEEPBIND, see there) + the table checks; the linked reference
+   * driver without --driver. */
+  const md_driver *d = md_driver_load(ctx->driver_path, md_driver_entry, &dl, err, sizeof err);
+  if (!d) wl_fail(ctx, "%s", err);
+  ctx->dl = dl;
   ctx->drv = d;
   md_status st = d->open_device(ctx->config, &ctx->dev);
   if (st != MD_NONE || !ctx->dev) {
@@ -208,7 +172,7 @@ void wl_close_client_clean(wl_ctx *ctx, md_handle client) {
 void wl_close(wl_ctx *ctx) {
   if (ctx->dev) ctx->drv->close_device(ctx->dev);
   ctx->dev = NULL;
-  if (ctx->dl) dlclose(ctx->dl);
+  md_driver_unload(ctx->dl);
   ctx->dl = NULL;
 }
 

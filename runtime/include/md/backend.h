@@ -10,7 +10,9 @@
 #ifndef MD_BACKEND_H
 #define MD_BACKEND_H
 
+#include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include "md/driver.h"
 #include "md/kernel.h"
 
@@ -118,6 +120,20 @@ typedef struct md_backend_ops {
    *              every later backend call fails with DEVICE_UNAVAILABLE). */
   md_status (*fault_point)(md_backend *b, md_fault_site site, char *err, size_t errlen);
 } md_backend_ops;
+
+/* For backend implementations: formats a message into err (when err && errlen) and returns
+ * st, the way every md_backend_ops call reports a failure. */
+static inline md_status md_backend_fail(char *err, size_t errlen, md_status st, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static inline md_status md_backend_fail(char *err, size_t errlen, md_status st, const char *fmt, ...) {
+  if (err && errlen) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+  }
+  return st;
+}
 
 /* Registry of backends, process-wide. md_backend_register fails (INVALID_ARGUMENT) on a
  * duplicate name or an ops table whose version/struct_size it does not know. */
