@@ -548,6 +548,14 @@ static int check_requires(run *r, mdc__where *w, md_device *dev) {
 
 /* An entry for an unnamed device or client, in no names table: line UINT32_MAX marks it as
  * the run's to free. */
+/* Marks a device or client closed. Called with r->lock held; `closed` is also read through
+ * mdc__names_get (under the names lock) by other lanes, so it is written under that lock too. */
+static void mark_closed(run *r, mdc__name *e) {
+  pthread_mutex_lock(&r->names.lock);
+  e->closed = 1;
+  pthread_mutex_unlock(&r->names.lock);
+}
+
 static mdc__name *anon_name(mdc__kind kind) {
   mdc__name *e = calloc(1, sizeof *e);
   if (e) {
@@ -616,9 +624,9 @@ static int call_abi(run *r, mdc__where *w, const op_spec *spec, json_t *ev) {
     drv->close_device(dev);
     pthread_mutex_lock(&r->lock);
     for (size_t i = 0; i < r->n_devs; i++)
-      if (r->devs[i]->dev == dev && !r->devs[i]->closed) r->devs[i]->closed = 1;
+      if (r->devs[i]->dev == dev && !r->devs[i]->closed) mark_closed(r, r->devs[i]);
     for (size_t i = 0; i < r->n_clients; i++)
-      if (r->clients[i]->dev == dev) r->clients[i]->closed = 1; /* closed with the device */
+      if (r->clients[i]->dev == dev) mark_closed(r, r->clients[i]); /* closed with the device */
     pthread_mutex_unlock(&r->lock);
     rc = 0;
     goto out;
@@ -704,7 +712,7 @@ static int call_abi(run *r, mdc__where *w, const op_spec *spec, json_t *ev) {
     if (st == MD_NONE) {
       pthread_mutex_lock(&r->lock);
       for (size_t i = 0; i < r->n_clients; i++)
-        if (r->clients[i]->value == client && r->clients[i]->dev == dev) r->clients[i]->closed = 1;
+        if (r->clients[i]->value == client && r->clients[i]->dev == dev) mark_closed(r, r->clients[i]);
       pthread_mutex_unlock(&r->lock);
     }
     if ((rc = judge_status(r, w, &e, st, dev))) goto out;
@@ -1054,6 +1062,100 @@ static int run_block(run *r, mdc__where *w, block *b) {
   return 0;
 }
 
+/* The host memories one block event touches: `wr` are written by the call (copy_to's dst, an
+ * execution's output pools, fill), `rd` only read (copy_from's src, input pools, check). */
+typedef struct mem_use {
+  const char *name;
+  uint32_t lane, line;
+  int write;
+} mem_use;
+
+static int use_add(mem_use **u, size_t *n, size_t *cap, const char *name, const block_event *e,
+                   int write) {
+  if (*n == *cap) {
+    size_t c = *cap ? *cap * 2 : 16;
+    mem_use *p = realloc(*u, c * sizeof *p);
+    if (!p) return -1;
+    *u = p;
+    *cap = c;
+  }
+  (*u)[(*n)++] = (mem_use){name, e->lane, e->line, write};
+  return 0;
+}
+
+static int request_uses(run *r, json_t *q, const block_event *e, mem_use **u, size_t *n,
+                        size_t *cap) {
+  if (json_is_string(q)) {
+    mdc__name *nm = mdc__names_find(&r->names, json_string_value(q));
+    if (!nm || nm->kind != MDC__K_REQUEST || !nm->request) return 0; /* judged when it runs */
+    q = nm->request;
+  }
+  json_t *pools = json_object_get(q, "pools"), *outs = json_object_get(q, "outputs");
+  size_t i;
+  json_t *p;
+  json_array_foreach(pools, i, p) {
+    json_t *m = json_object_get(p, "memory");
+    if (!json_is_string(m)) continue;
+    int write = 0;
+    size_t k;
+    json_t *o;
+    json_array_foreach(outs, k, o) {
+      json_t *pi = json_object_get(o, "pool");
+      if (json_is_integer(pi) && json_integer_value(pi) == (json_int_t)i) write = 1;
+    }
+    if (use_add(u, n, cap, json_string_value(m), e, write)) return -1;
+  }
+  return 0;
+}
+
+/* A block in which one lane writes a host memory that another lane reads or writes races with
+ * itself: its checks would judge the trace, not the driver. Refused before anything runs. */
+static int block_lint(run *r, mdc__where *w, const block *b) {
+  mem_use *u = NULL;
+  size_t n = 0, cap = 0;
+  int rc = 0;
+  for (size_t i = 0; i < b->n && rc == 0; i++) {
+    const block_event *e = &b->evs[i];
+    const char *op = e->spec->name;
+    json_t *ev = e->ev;
+    json_t *m = NULL;
+    int write = 0;
+    if (strcmp(op, "copy_to") == 0) {
+      m = json_object_get(ev, "dst");
+      write = 1;
+    } else if (strcmp(op, "copy_from") == 0) {
+      m = json_object_get(ev, "src");
+    } else if (strcmp(op, "fill") == 0 || strcmp(op, "check") == 0) {
+      m = json_object_get(ev, "memory");
+      write = op[0] == 'f';
+    } else if (strcmp(op, "execute") == 0 || strcmp(op, "execute_async") == 0) {
+      rc = request_uses(r, json_object_get(ev, "request"), e, &u, &n, &cap);
+    }
+    if (json_is_string(m)) rc = use_add(&u, &n, &cap, json_string_value(m), e, write);
+  }
+  if (rc) {
+    free(u);
+    return mdc__terr(w, "out of memory");
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (!u[i].write) continue;
+    for (size_t k = 0; k < n; k++) {
+      if (u[k].lane == u[i].lane || strcmp(u[k].name, u[i].name) != 0) continue;
+      w->line = u[k].line > u[i].line ? u[k].line : u[i].line;
+      w->op = "concurrent";
+      mdc__terr(w,
+                "memory '%s' is written by lane %u (line %u) and %s by lane %u (line %u) in one "
+                "concurrent block: the trace races with itself; give each lane its own memory",
+                u[i].name, u[i].lane, u[i].line, u[k].write ? "written" : "read", u[k].lane,
+                u[k].line);
+      free(u);
+      return -1;
+    }
+  }
+  free(u);
+  return 0;
+}
+
 /* Reads the block that starts at `head` (line w->line), checks every event, runs it unless a
  * verdict is already recorded. */
 static int read_block(run *r, mdc__reader *rd, mdc__where *w, json_t *head) {
@@ -1117,6 +1219,7 @@ static int read_block(run *r, mdc__reader *rd, mdc__where *w, json_t *head) {
     b.evs[b.n].lane = (uint32_t)json_integer_value(json_object_get(ev, "lane"));
     b.n++;
   }
+  if (closed && block_lint(r, w, &b)) goto out;
   rc = 0;
   if (closed && !atomic_load(&r->stop)) {
     w->line = start;

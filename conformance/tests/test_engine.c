@@ -59,7 +59,7 @@ ParameterizedTestParameters(engine, wrong_expectation_fails_at_its_line) {
       {"wrong_leaks.jsonl", 10, "leaks.buffers = 1, expected leaks.buffers = 0", "leaks.buffers = 0", "leaks.buffers = 1"},
       {"wrong_backend.jsonl", 9, "backend \"sim\", expected \"hip\"", "hip", "sim"},
       {"wrong_supported.jsonl", 9, "supported[0] = 1", "supported[0] = 0", "supported[0] = 1"},
-      {"wrong_in_block.jsonl", 11, "copy_to: status INVALID_ARGUMENT", "NONE", "INVALID_ARGUMENT"},
+      {"wrong_in_block.jsonl", 12, "copy_to: status INVALID_ARGUMENT", "NONE", "INVALID_ARGUMENT"},
   };
   return cr_make_param_array(fail_case, cases, sizeof cases / sizeof cases[0]);
 }
@@ -114,6 +114,7 @@ ParameterizedTestParameters(engine, broken_trace_is_a_trace_error) {
       {"nested.jsonl", 5, "do not nest"},
       {"stray_end.jsonl", 4, "without a concurrent block"},
       {"not_in_block.jsonl", 5, "not allowed inside a concurrent block"},
+      {"lanes_share_memory.jsonl", 17, "memory 'o1' is written by lane 1 (line 16) and written by lane 2"},
       {"device_closed.jsonl", 5, "'dev' is closed"},
       {"check_outside.jsonl", 5, "outside its 8-byte file"},
       {"odd_hex.jsonl", 4, "odd number of digits"},

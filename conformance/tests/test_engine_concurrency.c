@@ -17,15 +17,15 @@ Test(engine_concurrency, lanes_run_every_repetition) {
   mdc_result res;
   mdc_verdict v = mdc_trace_run(ref(), MDC_TEST_TRACES "/good/concurrent.jsonl", NULL, &res);
   cr_assert_eq(v, MDC_PASS, "%s", res.message);
-  /* 11 events before, 7 per repetition x 20, 3 after */
-  cr_assert_eq(res.events, 11u + 7u * 20u + 3u, "%u events", res.events);
+  /* 12 events before, 7 per repetition x 20, 3 after */
+  cr_assert_eq(res.events, 12u + 7u * 20u + 3u, "%u events", res.events);
 }
 
 Test(engine_concurrency, a_failing_lane_stops_the_block) {
   mdc_result res;
   mdc_verdict v = mdc_trace_run(ref(), MDC_TEST_TRACES "/fail/wrong_in_block.jsonl", NULL, &res);
   cr_assert_eq(v, MDC_FAIL, "%s", res.message);
-  cr_assert_eq(res.line, 11u);
-  /* the block repeats 3 times but stops after the first: 8 events before, at most 2 in it */
-  cr_assert_leq(res.events, 10u, "%u events", res.events);
+  cr_assert_eq(res.line, 12u);
+  /* the block repeats 3 times but stops after the first: 9 events before, at most 2 in it */
+  cr_assert_leq(res.events, 11u, "%u events", res.events);
 }
