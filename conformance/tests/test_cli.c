@@ -237,6 +237,45 @@ Test(cli, unwritable_db_is_a_clear_error) {
   mdc_out_free(&r);
 }
 
+/* The store fails in the middle of a run (a trigger refuses the second case row, as a full disk
+ * would): the run stops starting cases, exits 3 naming the store, and keeps every row and every
+ * result it had written, in the file and in the JSON. */
+Test(cli, store_failing_mid_run_keeps_what_was_written) {
+  char dir[64], db[128];
+  corpus(dir, 3);
+  snprintf(db, sizeof db, "%s/r.db", dir);
+  mdc_out r = mdc("replay", "--no-rerun", "--db", db, dir);
+  cr_assert_eq(r.rc, 1, "%s", r.err);
+  mdc_out_free(&r);
+  sqlite3 *h;
+  cr_assert_eq(sqlite3_open(db, &h), SQLITE_OK);
+  char *msg = NULL;
+  cr_assert_eq(sqlite3_exec(h,
+                            "CREATE TRIGGER full BEFORE INSERT ON cases WHEN (SELECT count(*) FROM cases) >= 4 "
+                            "BEGIN SELECT RAISE(FAIL, 'database or disk is full (test trigger)'); END;",
+                            NULL, NULL, &msg),
+               SQLITE_OK, "%s", msg ? msg : "");
+  sqlite3_close(h);
+
+  r = mdc("replay", "--json", "--no-rerun", "--jobs", "1", "--db", db, dir);
+  cr_expect_eq(r.rc, 3, "rc %d: %s", r.rc, r.err);
+  cr_expect(strstr(r.err, "results store") && strstr(r.err, "disk is full (test trigger)") &&
+                strstr(r.err, "results written so far are kept"),
+            "%s", r.err);
+  json_t *j = out_json(&r);
+  cr_expect_eq(jint(j, "cases"), 1, "only the case that ran is reported: %s", r.out);
+  cr_expect_eq(jint(j, "passed"), 1);
+  cr_expect_str_eq(jstatus(j, "cli/a_open_close"), "Pass");
+  json_decref(j);
+  mdc_out_free(&r);
+  /* the first run whole; the second: its run row and its one finished case */
+  cr_expect_eq(db_count(db, "SELECT count(*) FROM runs"), 2);
+  cr_expect_eq(db_count(db, "SELECT count(*) FROM cases WHERE run_id = 1 AND status <> 'Running'"), 3);
+  cr_expect_eq(db_count(db, "SELECT count(*) FROM cases WHERE run_id = 2"), 1);
+  cr_expect_eq(db_count(db, "SELECT count(*) FROM cases WHERE run_id = 2 AND status = 'Pass' "
+                            "AND ended_at IS NOT NULL"), 1);
+}
+
 Test(cli, bad_paths_are_usage_errors) {
   char dir[64], empty[128];
   corpus(dir, 1);
