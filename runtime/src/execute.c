@@ -457,8 +457,12 @@ static void deinit_device_outputs(md__exec *x, opnd_state *os) {
 
 /* Device time of one launch (is_launch) or copy of `bytes` that took `wall` ns: the sim's
  * model when one is on (so timings look like a device's), else the wall time. */
+static bool time_modelled(const md_device *d) {
+  return d->be == md_sim_backend() && (d->cfg.latency_ns || d->cfg.copy_gbps > 0);
+}
+
 static uint64_t dev_time(md_device *d, int is_launch, uint64_t bytes, uint64_t wall) {
-  if (d->be != md_sim_backend() || (!d->cfg.latency_ns && !(d->cfg.copy_gbps > 0))) return wall;
+  if (!time_modelled(d)) return wall;
   return md_sim_model_ns(d->bk, is_launch, bytes);
 }
 
@@ -537,8 +541,22 @@ static void tensor_of(md_device *d, const md__operand *o, const opnd_state *s, m
   else t->data = dev_addr(d, s);
 }
 
-/* Computes output dims, places the outputs and runs one operation. */
-static md_status run_op(md__exec *x, md__exec_ctx *ctx, md_stream *stream, uint32_t n, uint64_t *dev_ns) {
+/* A kernel queued on an asynchronous execution's stream. Its call, tensors, scratch context and
+ * status are read by the device's worker until the stream is synchronized, so they live here, not
+ * on run_op's stack; exec_run synchronizes once for all of them (docs/execution.md). */
+typedef struct pending {
+  md_kernel_call call;
+  md_kernel_status kst;
+  md_kernel_ctx kctx;
+  md_tensor *tt;
+  uint32_t op;
+  bool refused; /* failed before it was queued (injected fault, launch refused): nothing runs */
+} pending;
+
+/* Computes output dims, places the outputs and runs one operation.
+ * With `pl` (asynchronous), the kernel is queued and left running: see `pending`. */
+static md_status run_op(md__exec *x, md__exec_ctx *ctx, md_stream *stream, uint32_t n, pending *pl,
+                        uint64_t *dev_ns) {
   opnd_state *os = ctx->os;
   md_device *d = x->d;
   const md__model *m = x->p->model;
@@ -547,7 +565,7 @@ static md_status run_op(md__exec *x, md__exec_ctx *ctx, md_stream *stream, uint3
   md_operand_info info[2 * 64];
   md_operand_info *ii = op->n_inputs + op->n_outputs <= 128 ? info : malloc((op->n_inputs + op->n_outputs) * sizeof *ii);
   md_tensor tens[2 * 64];
-  md_tensor *tt = op->n_inputs + op->n_outputs <= 128 ? tens : malloc((op->n_inputs + op->n_outputs) * sizeof *tt);
+  md_tensor *tt = !pl && op->n_inputs + op->n_outputs <= 128 ? tens : malloc((op->n_inputs + op->n_outputs) * sizeof *tt);
   md_tensor_shape shp[16];
   md_tensor_shape *sh = op->n_outputs <= 16 ? shp : malloc(op->n_outputs * sizeof *sh);
   md_status st = MD_NONE;
@@ -660,35 +678,49 @@ static md_status run_op(md__exec *x, md__exec_ctx *ctx, md_stream *stream, uint3
     uint32_t oi = j < op->n_inputs ? op->inputs[j] : op->outputs[j - op->n_inputs];
     tensor_of(d, &m->operands[oi], &os[oi], &tt[j]);
   }
-  md_kernel_ctx kctx;
-  md__kctx_init(&kctx, MD__KCTX_DEFAULT_LIMIT);
-  md_kernel_call call = {
-      .struct_size = sizeof call, .platform = d->platform, .n_inputs = op->n_inputs, .inputs = tt,
+  md_kernel_ctx kctx_own;
+  md_kernel_ctx *kctx = pl ? &pl->kctx : &kctx_own;
+  md__kctx_init(kctx, MD__KCTX_DEFAULT_LIMIT);
+  md_kernel_call call_own = {
+      .struct_size = sizeof call_own, .platform = d->platform, .n_inputs = op->n_inputs, .inputs = tt,
       .n_outputs = op->n_outputs, .outputs = tt + op->n_inputs, .n_attrs = op->n_attrs, .attrs = op->attrs,
-      .stream = NULL, .ctx = &kctx, .user = k->user};
-  memset(&kst, 0, sizeof kst);
+      .stream = NULL, .ctx = kctx, .user = k->user};
+  md_kernel_call *call = &call_own;
+  md_kernel_status *ks = &kst;
+  if (pl) {
+    pl->call = call_own;
+    pl->tt = tt;
+    pl->op = n;
+    call = &pl->call;
+    ks = &pl->kst;
+    tt = tens; /* pl owns it now */
+  }
+  memset(ks, 0, sizeof *ks);
   uint64_t t0 = now_ns();
-  if (x->inject_kfail) {
+  bool injected = x->inject_kfail;
+  if (injected) {
     /* The fault plan's kernel_fail: this kernel reports failure instead of running. */
     x->inject_kfail = false;
-    kst.code = MD_GENERAL_FAILURE;
-    snprintf(kst.message, sizeof kst.message, "%s", x->inject_msg);
+    ks->code = MD_GENERAL_FAILURE;
+    snprintf(ks->message, sizeof ks->message, "%s", x->inject_msg);
     st = MD_NONE;
   } else {
-    st = d->be->launch(d->bk, stream, k, &call, &kst);
-    if (st == MD_NONE && stream) {
-      /* Queued: the kernel runs on the device's worker; call, tensors and kst live here until
-       * it is done. Its failure comes back through the sync as well as through kst. */
-      char err[256] = "";
-      md_status ss = d->be->stream_sync(d->bk, stream, err, sizeof err);
-      if (ss != MD_NONE && kst.code == MD_NONE) {
-        kst.code = ss;
-        snprintf(kst.message, sizeof kst.message, "%s", err);
-      }
+    st = d->be->launch(d->bk, stream, k, call, ks);
+  }
+  if (pl) {
+    /* Queued (or refused at once): exec_run synchronizes and reads ks for every pending kernel;
+     * a launch the backend refused is reported the same way. */
+    pl->refused = injected || st != MD_NONE; /* a queued kernel's ks is the worker's until the sync */
+    if (st != MD_NONE && ks->code == MD_NONE) {
+      ks->code = st;
+      snprintf(ks->message, sizeof ks->message, "%s", md__last_error());
     }
+    *dev_ns += dev_time(d, 1, 0, 0); /* modelled time; exec_run adds the wall time otherwise */
+    st = MD_NONE;
+    goto out;
   }
   *dev_ns += dev_time(d, 1, 0, now_ns() - t0);
-  md__kctx_release(&kctx);
+  md__kctx_release(kctx);
   if (st == MD_NONE && kst.code != MD_NONE) st = kst.code;
   if (st != MD_NONE) {
     /* SPEC 4: a kernel that reports failure makes the execution GENERAL_FAILURE. */
@@ -712,8 +744,46 @@ static void release_states(md__exec *x, opnd_state *os) {
   }
 }
 
+/* Waits for everything queued on an asynchronous execution's stream, then judges the pending
+ * kernels in order. A kernel that failed decides the status (it ran before anything that failed
+ * after it was queued); else a failed synchronization does, over NONE or OUTPUT_INSUFFICIENT_SIZE. */
+static md_status flush(md__exec *x, md_stream *stream, pending *pend, uint32_t *npend, uint64_t t_queued,
+                       uint64_t *dev_ns, md_status st) {
+  md_device *d = x->d;
+  const md__model *m = x->p->model;
+  char err[256] = "";
+  md_status ss = d->be->stream_sync(d->bk, stream, err, sizeof err);
+  if (*npend && !time_modelled(d)) *dev_ns += now_ns() - t_queued;
+  bool kfailed = false;
+  for (uint32_t i = 0; i < *npend; i++) {
+    pending *q = &pend[i];
+    md__kctx_release(&q->kctx);
+    free(q->tt);
+    q->tt = NULL;
+    if (kfailed || q->kst.code == MD_NONE) continue;
+    /* SPEC 4: a kernel that reports failure makes the execution GENERAL_FAILURE. */
+    kfailed = true;
+    md_status ret = q->kst.code == MD_DEVICE_UNAVAILABLE ? MD_DEVICE_UNAVAILABLE : MD_GENERAL_FAILURE;
+    st = md__fail(ret, "execute: operation %u (%s): kernel failed: %s", q->op, m->operations[q->op].name,
+                  q->kst.message);
+  }
+  *npend = 0;
+  if (!kfailed && ss != MD_NONE && (st == MD_NONE || st == MD_OUTPUT_INSUFFICIENT_SIZE))
+    st = md__fail(ss == MD_DEVICE_UNAVAILABLE ? ss : MD_GENERAL_FAILURE, "execute: device work failed: %s", err);
+  return st;
+}
+
+/* Whether operation n writes a host operand (a parameter) that what follows reads on the host. */
+static bool writes_host(const md__model *m, const opnd_state *os, uint32_t n) {
+  const md__operation *op = &m->operations[n];
+  for (uint32_t j = 0; j < op->n_outputs; j++)
+    if (os[op->outputs[j]].host) return true;
+  return false;
+}
+
 /* Runs a validated execution. Fills x->shapes and x->timing; the message of a failure is
- * the calling thread's last error. */
+ * the calling thread's last error. An asynchronous one queues its input copies, kernels and
+ * output copies on the context's stream and synchronizes once, at the end. */
 static md_status exec_run(md__exec *x, bool async) {
   md_device *d = x->d;
   const md__model *m = x->p->model;
@@ -728,11 +798,23 @@ static md_status exec_run(md__exec *x, bool async) {
   if (async) stream = ctx->stream;
   opnd_state *os = ctx->os;
   memset(os, 0, ctx->n * sizeof *os);
+  pending *pend = NULL;
+  uint32_t npend = 0;
+  uint64_t t_queued = now_ns();
+  if (stream && !(pend = calloc(m->n_operations ? m->n_operations : 1, sizeof *pend))) {
+    ctx_put(x->p, ctx);
+    return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "execute: out of host memory");
+  }
   st = bind_inputs(x, ctx, stream, &dev_ns);
   if (st != MD_NONE) md__fail_prefix(st, "execute");
   for (uint32_t n = 0; n < m->n_operations && st == MD_NONE; n++) {
-    st = run_op(x, ctx, stream, n, &dev_ns);
-    if (st != MD_NONE) md__fail_prefix(st, "execute: operation %u (%s)", n, m->operations[n].name);
+    st = run_op(x, ctx, stream, n, pend ? &pend[npend] : NULL, &dev_ns);
+    if (st != MD_NONE) {
+      md__fail_prefix(st, "execute: operation %u (%s)", n, m->operations[n].name);
+    } else if (pend) {
+      /* `refused` is ours to read: nothing was queued that could write it */
+      if (pend[npend++].refused || writes_host(m, os, n)) st = flush(x, stream, pend, &npend, t_queued, &dev_ns, st);
+    }
   }
   bool short_out = false;
   if (st == MD_NONE) {
@@ -777,11 +859,12 @@ static md_status exec_run(md__exec *x, bool async) {
       if (st != MD_NONE) md__fail(st, "execute: output %u: copying from the device: %s", i, err);
       dev_ns += dev_time(d, 0, s->bytes, 0);
     }
-    if (stream) {
-      char err[256] = "";
-      md_status ss = d->be->stream_sync(d->bk, stream, err, sizeof err);
-      if (ss != MD_NONE && st == MD_NONE) st = md__fail(ss, "execute: copying outputs from the device: %s", err);
-    }
+  }
+  if (stream) {
+    /* One synchronization for the whole execution, on every path: nothing is released while
+     * the device may still use it. */
+    st = flush(x, stream, pend, &npend, t_queued, &dev_ns, st);
+    free(pend);
   }
   if (st == MD_DEVICE_UNAVAILABLE) md__device_lost(d, md__last_error());
   if (st == MD_NONE) {

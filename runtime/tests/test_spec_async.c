@@ -255,6 +255,74 @@ Test(async, wait_returns_kernel_failure_and_uninitializes_device_output) {
   mdt_release(&e, Q);
 }
 
+/* A chain t1 = a + b; mid = KERNEL(t1); out = mid + b on [2,3]: an asynchronous execution queues
+ * all three kernels and synchronizes once (docs/execution.md), so these pin down that a chain
+ * computes what execute computes, and that a failure in the middle is reported as that
+ * operation's, with no shapes and a device output left uninitialized. */
+static const md_model *chain_model(mdt_model *b, const char *mid) {
+  mdt_mb_init(b);
+  uint32_t a = mdt_mb_tensor_f32(b, 2, D23, MD_SUBGRAPH_INPUT);
+  uint32_t bb = mdt_mb_tensor_f32(b, 2, D23, MD_SUBGRAPH_INPUT);
+  uint32_t act = mdt_mb_const_i32(b, 0);
+  uint32_t t1 = mdt_mb_tensor_f32(b, 2, D23, MD_TEMPORARY_VARIABLE);
+  uint32_t t2 = mdt_mb_tensor_f32(b, 2, D23, MD_TEMPORARY_VARIABLE);
+  uint32_t out = mdt_mb_tensor_f32(b, 2, D23, MD_SUBGRAPH_OUTPUT);
+  uint32_t in0[3] = {a, bb, act}, in2[3] = {t2, bb, act};
+  mdt_mb_op(b, MD_OP_ADD, NULL, 3, in0, 1, &t1);
+  mdt_mb_op(b, MD_OP_CUSTOM, mid, 1, &t1, 1, &t2);
+  mdt_mb_op(b, MD_OP_ADD, NULL, 3, in2, 1, &out);
+  return mdt_mb_model(b);
+}
+
+Test(async, chain_of_kernels_computes_what_execute_computes) {
+  mdt_register_test_kernels();
+  mdt_model b;
+  md_handle Q = mdt_prepare(&e, chain_model(&b, "mdt.copy"));
+  float want[6], got[6];
+  for (int i = 0; i < 6; i++) want[i] = A[i] + 2 * B[i];
+  for (int round = 0; round < 3; round++) {
+    mdt_request r;
+    plain_request(&r);
+    md_handle ev;
+    cr_assert_eq(start(Q, &r, &ev), MD_NONE, "%s", e.drv->last_error(e.dev));
+    md_output_shape sh[8];
+    md_timing tm;
+    cr_assert_eq(wait_ev(ev, UINT64_MAX, sh, 1, &tm), MD_NONE, "round %d: %s", round, e.drv->last_error(e.dev));
+    cr_expect_eq(sh[0].rank, 2u);
+    cr_expect_eq(sh[0].is_sufficient, 1);
+    cr_expect_neq(tm.on_device_ns, UINT64_MAX);
+    mdt_req_read_out(&r, 0, got, B23);
+    for (int i = 0; i < 6; i++) cr_expect_eq(got[i], want[i], "round %d: out[%d] = %g", round, i, (double)got[i]);
+    mdt_req_fini(&r);
+  }
+  mdt_release(&e, Q);
+}
+
+Test(async, failure_in_the_middle_of_a_chain_names_its_operation) {
+  mdt_register_test_kernels();
+  mdt_model b;
+  md_handle Q = mdt_prepare(&e, chain_model(&b, "mdt.fail"));
+  md_token t = mdt_alloc(&e, Q, true, 0, 0, NULL);
+  mdt_request r;
+  mdt_req_init(&r);
+  mdt_req_in_data(&r, A, B23, 0, NULL);
+  mdt_req_in_data(&r, B, B23, 0, NULL);
+  mdt_req_out_token(&r, t, 0, NULL);
+  md_handle ev;
+  cr_assert_eq(start(Q, &r, &ev), MD_NONE, "%s", e.drv->last_error(e.dev));
+  md_output_shape sh[8];
+  md_timing tm;
+  cr_expect_eq(wait_ev(ev, UINT64_MAX, sh, 1, &tm), MD_GENERAL_FAILURE);
+  const char *msg = e.drv->last_error(e.dev);
+  cr_expect(strstr(msg, "operation 1") && strstr(msg, MDT_FAIL_MESSAGE), "last_error: %s", msg);
+  cr_expect_eq(sh[0].rank, 0u);
+  cr_expect_eq(tm.on_device_ns, UINT64_MAX);
+  cr_expect_eq(mdt_copy_to(&e, e.client, t, NULL, B23), MD_GENERAL_FAILURE, "the output was never initialized");
+  mdt_req_fini(&r);
+  mdt_free(&e, t);
+  mdt_release(&e, Q);
+}
+
 /* ---- timeouts (latency makes an unfinished event likely, never required) ---- */
 
 Test(async_slow, zero_timeout_wait_leaves_event_valid) {
