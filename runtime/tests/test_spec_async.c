@@ -49,6 +49,14 @@ static void plain_request(mdt_request *r) {
   mdt_req_out_pool(r, B23, 0, NULL);
 }
 
+/* A and B in, the output to token t. */
+static void token_request(mdt_request *r, md_token t) {
+  mdt_req_init(r);
+  mdt_req_in_data(r, A, B23, 0, NULL);
+  mdt_req_in_data(r, B, B23, 0, NULL);
+  mdt_req_out_token(r, t, 0, NULL);
+}
+
 static void expect_sum_in(const mdt_request *r, uint32_t out_index) {
   float out[6];
   mdt_req_read_out(r, out_index, out, B23);
@@ -108,10 +116,7 @@ Test(async, many_events_waited_in_reverse_order) {
 Test(async, output_token_initialized_after_wait) {
   md_token t = mdt_alloc(&e, P, true, 0, 0, NULL);
   mdt_request r;
-  mdt_req_init(&r);
-  mdt_req_in_data(&r, A, B23, 0, NULL);
-  mdt_req_in_data(&r, B, B23, 0, NULL);
-  mdt_req_out_token(&r, t, 0, NULL);
+  token_request(&r, t);
   md_handle ev;
   cr_assert_eq(start(P, &r, &ev), MD_NONE, "%s", e.drv->last_error(e.dev));
   md_output_shape sh[8];
@@ -130,10 +135,7 @@ Test(async, caller_may_close_pool_fds_once_execute_async_returns) {
    * after the wait); input fds are closed before the wait. */
   md_token t = mdt_alloc(&e, P, true, 0, 0, NULL);
   mdt_request r;
-  mdt_req_init(&r);
-  mdt_req_in_data(&r, A, B23, 0, NULL);
-  mdt_req_in_data(&r, B, B23, 0, NULL);
-  mdt_req_out_token(&r, t, 0, NULL);
+  token_request(&r, t);
   md_handle ev;
   cr_assert_eq(start(P, &r, &ev), MD_NONE, "%s", e.drv->last_error(e.dev));
   mdt_req_fini(&r);
@@ -304,10 +306,7 @@ Test(async, failure_in_the_middle_of_a_chain_names_its_operation) {
   md_handle Q = mdt_prepare(&e, chain_model(&b, "mdt.fail"));
   md_token t = mdt_alloc(&e, Q, true, 0, 0, NULL);
   mdt_request r;
-  mdt_req_init(&r);
-  mdt_req_in_data(&r, A, B23, 0, NULL);
-  mdt_req_in_data(&r, B, B23, 0, NULL);
-  mdt_req_out_token(&r, t, 0, NULL);
+  token_request(&r, t);
   md_handle ev;
   cr_assert_eq(start(Q, &r, &ev), MD_NONE, "%s", e.drv->last_error(e.dev));
   md_output_shape sh[8];
@@ -387,10 +386,7 @@ Test(async_slow, free_buffer_while_execution_reads_it) {
 Test(async_slow, free_buffer_while_execution_writes_it) {
   md_token t = mdt_alloc(&e, P, true, 0, 0, NULL);
   mdt_request r;
-  mdt_req_init(&r);
-  mdt_req_in_data(&r, A, B23, 0, NULL);
-  mdt_req_in_data(&r, B, B23, 0, NULL);
-  mdt_req_out_token(&r, t, 0, NULL);
+  token_request(&r, t);
   md_handle ev;
   cr_assert_eq(start(P, &r, &ev), MD_NONE, "%s", e.drv->last_error(e.dev));
   cr_expect_eq(e.drv->free_buffer(e.dev, e.client, t), MD_NONE, "%s", e.drv->last_error(e.dev));
@@ -427,10 +423,7 @@ Test(async_slow, close_client_with_execution_in_flight) {
   md_token t = 0;
   cr_assert_eq(mdt_try_alloc(&e, c2, Q, true, 0, 0, NULL, &t), MD_NONE);
   mdt_request r;
-  mdt_req_init(&r);
-  mdt_req_in_data(&r, A, B23, 0, NULL);
-  mdt_req_in_data(&r, B, B23, 0, NULL);
-  mdt_req_out_token(&r, t, 0, NULL);
+  token_request(&r, t);
   md_handle ev = 0;
   cr_assert_eq(e.drv->execute_async(e.dev, c2, Q, mdt_req(&r), &ev), MD_NONE, "%s", e.drv->last_error(e.dev));
   md_leak_report lr;
