@@ -747,13 +747,16 @@ static void release_states(md__exec *x, opnd_state *os) {
 /* Waits for everything queued on an asynchronous execution's stream, then judges the pending
  * kernels in order. A kernel that failed decides the status (it ran before anything that failed
  * after it was queued); else a failed synchronization does, over NONE or OUTPUT_INSUFFICIENT_SIZE. */
-static md_status flush(md__exec *x, md_stream *stream, pending *pend, uint32_t *npend, uint64_t t_queued,
+static md_status flush(md__exec *x, md_stream *stream, pending *pend, uint32_t *npend, uint64_t *t_queued,
                        uint64_t *dev_ns, md_status st) {
   md_device *d = x->d;
   const md__model *m = x->p->model;
   char err[256] = "";
   md_status ss = d->be->stream_sync(d->bk, stream, err, sizeof err);
-  if (*npend && !time_modelled(d)) *dev_ns += now_ns() - t_queued;
+  /* Unmodelled, the device time is the wall time from the first queued work to its end. */
+  uint64_t now = now_ns();
+  if (!time_modelled(d)) *dev_ns += now - *t_queued;
+  *t_queued = now;
   bool kfailed = false;
   for (uint32_t i = 0; i < *npend; i++) {
     pending *q = &pend[i];
@@ -813,7 +816,8 @@ static md_status exec_run(md__exec *x, bool async) {
       md__fail_prefix(st, "execute: operation %u (%s)", n, m->operations[n].name);
     } else if (pend) {
       /* `refused` is ours to read: nothing was queued that could write it */
-      if (pend[npend++].refused || writes_host(m, os, n)) st = flush(x, stream, pend, &npend, t_queued, &dev_ns, st);
+      if (pend[npend++].refused || writes_host(m, os, n))
+        st = flush(x, stream, pend, &npend, &t_queued, &dev_ns, st);
     }
   }
   bool short_out = false;
@@ -863,7 +867,7 @@ static md_status exec_run(md__exec *x, bool async) {
   if (stream) {
     /* One synchronization for the whole execution, on every path: nothing is released while
      * the device may still use it. */
-    st = flush(x, stream, pend, &npend, t_queued, &dev_ns, st);
+    st = flush(x, stream, pend, &npend, &t_queued, &dev_ns, st);
     free(pend);
   }
   if (st == MD_DEVICE_UNAVAILABLE) md__device_lost(d, md__last_error());
