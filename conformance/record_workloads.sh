@@ -3,7 +3,8 @@
 # conformance/traces/workloads/*.jsonl (+ blobs/) with `mdc record`, then replays them.
 #
 # usage: conformance/record_workloads.sh [BUILD_DIR]     (default: build)
-# Each trace is recorded against the reference driver (backend=sim, seed 1) and must replay
+# Each trace is recorded against the reference driver (backend=sim, seed 1; the recorded config
+# keeps seed=1 and drops the backend, which the replay chooses) and must replay
 # Pass against it. Few steps keep the files small; sequence keeps its 128 steps (the state must
 # live on the device for 100+ steps) with tiny tensors (~115 KiB).
 set -eu

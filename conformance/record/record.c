@@ -68,6 +68,31 @@ static void expect_shapes(json_t *o, md_status st, const md_output_shape *shapes
 
 /* ---- wrapped entry points ------------------------------------------------------------------- */
 
+/* The recorded config: the workload's own, less its `backend` key. The backend a trace was
+ * recorded on is in its header (recorded_on.backend); which backend a replay uses is the replay's
+ * choice (`mdc replay --config backend=...`), so a recorded trace is portable across backends. */
+static char *portable_config(const char *config) {
+  const char *p = config ? config : "";
+  char *out = malloc(strlen(p) + 1);
+  if (!out) return NULL;
+  size_t n = 0;
+  while (*p) {
+    const char *semi = strchr(p, ';');
+    size_t len = semi ? (size_t)(semi - p) : strlen(p);
+    const char *k = p;
+    while (k < p + len && *k == ' ') k++;
+    int is_backend = strncmp(k, "backend", 7) == 0 && (k[7] == '=' || k[7] == ' ');
+    if (len && !is_backend) {
+      if (n) out[n++] = ';';
+      memcpy(out + n, p, len);
+      n += len;
+    }
+    p = semi ? semi + 1 : p + len;
+  }
+  out[n] = '\0';
+  return out;
+}
+
 static md_status r_open_device(const char *config, md_device **out) {
   pthread_mutex_lock(&R->mu);
   md_device *d = NULL;
@@ -87,7 +112,9 @@ static md_status r_open_device(const char *config, md_device **out) {
       }
     }
   }
-  json_object_set_new(o, "config", json_string(config ? config : ""));
+  char *cfg = portable_config(config);
+  json_object_set_new(o, "config", json_string(cfg ? cfg : ""));
+  free(cfg);
   expect_status(o, st);
   md__rec_emit(o);
   pthread_mutex_unlock(&R->mu);

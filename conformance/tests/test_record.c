@@ -41,6 +41,9 @@ static void record_and_replay(const char *program, const char *steps, const char
   cr_expect(strstr(text, "\"op\": \"execute\""), "executions recorded");
   cr_expect(strstr(text, "\"op\": \"check\""), "output data checked");
   cr_expect(strstr(text, "\"as\": \"t1\""), "tokens named symbolically");
+  /* the workload opened "backend=sim;seed=1": the backend is the replay's to choose */
+  cr_expect(strstr(text, "\"config\": \"seed=1\""), "config without its backend");
+  cr_expect(!strstr(text, "backend="), "no backend key recorded");
   free(text);
 
   r = mdc("replay", "--no-db", "--json", out);
