@@ -455,12 +455,13 @@ static void deinit_device_outputs(md__exec *x, opnd_state *os) {
   }
 }
 
-/* Device time of one launch (is_launch) or copy of `bytes` that took `wall` ns: the sim's
- * model when one is on (so timings look like a device's), else the wall time. */
+/* Whether the sim's time model is on (latency_ns or copy_gbps). */
 static bool time_modelled(const md_device *d) {
   return d->be == md_sim_backend() && (d->cfg.latency_ns || d->cfg.copy_gbps > 0);
 }
 
+/* Device time of one launch (is_launch) or copy of `bytes` that took `wall` ns: the sim's
+ * model when one is on (so timings look like a device's), else the wall time. */
 static uint64_t dev_time(md_device *d, int is_launch, uint64_t bytes, uint64_t wall) {
   if (!time_modelled(d)) return wall;
   return md_sim_model_ns(d->bk, is_launch, bytes);
