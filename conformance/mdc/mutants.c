@@ -28,8 +28,9 @@ static void usage(FILE *f) {
           "usage: mdc mutants [--json] [--corpus DIR] [--build-root DIR] [--list FILE] [--only NAME]\n"
           "                   [--jobs N] [--timeout S]\n"
           "Builds each mutant of the reference driver (cmake -DMD_MUTANT=NAME, target md_driver, in\n"
-          "BUILD-ROOT/NAME, incrementally once configured there), replays the corpus against it and\n"
-          "prints the kill matrix: the traces that pass on the reference driver and fail on the mutant.\n\n"
+          "BUILD-ROOT/NAME, incrementally once configured there; a library put there by hand is used\n"
+          "as it is), replays the corpus against it and prints the kill matrix: the traces that pass\n"
+          "on the reference driver and fail on the mutant.\n\n"
           "  --corpus DIR      traces to replay (default %s/conformance/traces)\n"
           "  --build-root DIR  where mutants are built (default %s/build-mutants)\n"
           "  --list FILE       the mutant list (default %s/conformance/mutants/mutants.txt)\n"
@@ -97,8 +98,9 @@ static int build(const char *root, mutant *m, char *so, size_t solen, int quiet)
   char cache[4200];
   snprintf(cache, sizeof cache, "%s/CMakeCache.txt", dir);
   /* Configured before: an incremental build, so a mutant is never older than the sources it
-   * mutates (up to date, it costs a second). */
+   * mutates (up to date, it costs a second). A library placed there without a build is used. */
   int configured = access(cache, R_OK) == 0;
+  if (!configured && access(so, R_OK) == 0) return 0; /* supplied ready-made, not ours to build */
   if (mdc_cli__mkdir_parent(so) != 0) {
     snprintf(m->error, sizeof m->error, "cannot create %.300s: %s", dir, strerror(errno));
     return -1;
