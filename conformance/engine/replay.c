@@ -546,8 +546,6 @@ static int check_requires(run *r, mdc__where *w, md_device *dev) {
   return 0;
 }
 
-/* An entry for an unnamed device or client, in no names table: line UINT32_MAX marks it as
- * the run's to free. */
 /* Marks a device or client closed. Called with r->lock held; `closed` is also read through
  * mdc__names_get (under the names lock) by other lanes, so it is written under that lock too. */
 static void mark_closed(run *r, mdc__name *e) {
@@ -556,6 +554,8 @@ static void mark_closed(run *r, mdc__name *e) {
   pthread_mutex_unlock(&r->names.lock);
 }
 
+/* An entry for an unnamed device or client, in no names table: line UINT32_MAX marks it as
+ * the run's to free. */
 static mdc__name *anon_name(mdc__kind kind) {
   mdc__name *e = calloc(1, sizeof *e);
   if (e) {
@@ -1062,8 +1062,8 @@ static int run_block(run *r, mdc__where *w, block *b) {
   return 0;
 }
 
-/* The host memories one block event touches: `wr` are written by the call (copy_to's dst, an
- * execution's output pools, fill), `rd` only read (copy_from's src, input pools, check). */
+/* A host memory one block event touches: `write` when the call writes it (copy_to's dst, an
+ * execution's output pools, fill), else it only reads it (copy_from's src, input pools, check). */
 typedef struct mem_use {
   const char *name;
   uint32_t lane, line;
@@ -1081,6 +1081,12 @@ static int use_add(mem_use **u, size_t *n, size_t *cap, const char *name, const 
   }
   (*u)[(*n)++] = (mem_use){name, e->lane, e->line, write};
   return 0;
+}
+
+static int use_cmp(const void *a, const void *b) {
+  const mem_use *x = a, *y = b;
+  int c = strcmp(x->name, y->name);
+  return c ? c : (x->line > y->line) - (x->line < y->line);
 }
 
 static int request_uses(run *r, json_t *q, const block_event *e, mem_use **u, size_t *n,
@@ -1137,20 +1143,25 @@ static int block_lint(run *r, mdc__where *w, const block *b) {
     free(u);
     return mdc__terr(w, "out of memory");
   }
-  for (size_t i = 0; i < n; i++) {
-    if (!u[i].write) continue;
-    for (size_t k = 0; k < n; k++) {
-      if (u[k].lane == u[i].lane || strcmp(u[k].name, u[i].name) != 0) continue;
-      w->line = u[k].line > u[i].line ? u[k].line : u[i].line;
-      w->op = "concurrent";
-      mdc__terr(w,
-                "memory '%s' is written by lane %u (line %u) and %s by lane %u (line %u) in one "
-                "concurrent block: the trace races with itself; give each lane its own memory",
-                u[i].name, u[i].lane, u[i].line, u[k].write ? "written" : "read", u[k].lane,
-                u[k].line);
-      free(u);
-      return -1;
+  /* By name, then line: in each name's run, a writer and an entry of another lane is a race. */
+  qsort(u, n, sizeof *u, use_cmp);
+  for (size_t i = 0, end; i < n; i = end) {
+    const mem_use *wr = NULL, *lo = &u[i], *hi = &u[i];
+    for (end = i; end < n && strcmp(u[end].name, u[i].name) == 0; end++) {
+      if (u[end].write && !wr) wr = &u[end];
+      if (u[end].lane < lo->lane) lo = &u[end];
+      if (u[end].lane > hi->lane) hi = &u[end];
     }
+    if (!wr || lo->lane == hi->lane) continue;
+    const mem_use *other = lo->lane != wr->lane ? lo : hi;
+    w->line = other->line > wr->line ? other->line : wr->line;
+    w->op = "concurrent";
+    mdc__terr(w,
+              "memory '%s' is written by lane %u (line %u) and %s by lane %u (line %u) in one "
+              "concurrent block: the trace races with itself; give each lane its own memory",
+              wr->name, wr->lane, wr->line, other->write ? "written" : "read", other->lane, other->line);
+    free(u);
+    return -1;
   }
   free(u);
   return 0;

@@ -115,6 +115,7 @@ ParameterizedTestParameters(engine, broken_trace_is_a_trace_error) {
       {"stray_end.jsonl", 4, "without a concurrent block"},
       {"not_in_block.jsonl", 5, "not allowed inside a concurrent block"},
       {"lanes_share_memory.jsonl", 17, "memory 'o1' is written by lane 1 (line 16) and written by lane 2"},
+      {"lane_reads_others_output.jsonl", 16, "memory 'o0' is written by lane 0 (line 15) and read by lane 1"},
       {"device_closed.jsonl", 5, "'dev' is closed"},
       {"check_outside.jsonl", 5, "outside its 8-byte file"},
       {"odd_hex.jsonl", 4, "odd number of digits"},
