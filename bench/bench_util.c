@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "device.h"
 
 /* ---- time and statistics ---- */
 
@@ -150,7 +149,7 @@ int mdb_failures(void) { return failures; }
 
 int mdb_env_open(mdb_env *env, const char *bench, const char *config) {
   memset(env, 0, sizeof *env);
-  env->drv = md__driver_table();
+  env->drv = md_driver_entry(MD_DRIVER_ABI_VERSION);
   md_status st = env->drv->open_device(config, &env->dev);
   if (st != MD_NONE) {
     mdb_fail(bench, "open_device(\"%s\"): status %d: %s", config, (int)st, env->drv->last_error(NULL));

@@ -16,7 +16,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "device.h"
 #include "hip_launch.h"
 #include "md_hip_rt.h"
 
@@ -139,7 +138,7 @@ static void die(env *e, const char *what, md_status st) {
 
 static void env_open(env *e, uint32_t n) {
   memset(e, 0, sizeof *e);
-  e->drv = md__driver_table();
+  e->drv = md_driver_entry(MD_DRIVER_ABI_VERSION);
   md_status st = e->drv->open_device("backend=hip", &e->dev);
   if (st != MD_NONE) die(e, "open_device(backend=hip)", st);
   if ((st = e->drv->open_client(e->dev, &e->client)) != MD_NONE) die(e, "open_client", st);

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device.h"
 #include "hip_test.h"
 
 static const md_backend_ops *ops(void) { return md_hip_backend(); }
@@ -26,7 +25,7 @@ Test(hip_backend, without_a_gpu_open_is_device_unavailable_naming_the_call) {
 }
 
 Test(hip_backend, driver_backend_hip_and_auto_say_which_backend_runs) {
-  const md_driver *drv = md__driver_table();
+  const md_driver *drv = md_driver_entry(MD_DRIVER_ABI_VERSION);
   md_device *dev = NULL;
   md_status st = drv->open_device("backend=hip", &dev);
   int gpu = st == MD_NONE;

@@ -8,57 +8,51 @@
 
 #define MAX_BACKENDS 8
 
+/* Registered tables, each copied whole (entries past a shorter table's struct_size are NULL),
+ * so every optional entry can be tested for NULL. Slots are written once, under the lock, before
+ * n_backends publishes them; they are never removed, so a found table stays valid. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static const md_backend_ops *backends[MAX_BACKENDS];
-static unsigned n_backends;
-static pthread_once_t builtins_once = PTHREAD_ONCE_INIT;
+static md_backend_ops backends[MAX_BACKENDS];
+static _Atomic unsigned n_backends;
 
-#ifdef MD_HAVE_HIP
-const md_backend_ops *md_hip_backend(void); /* hip_kernels/hip_backend.h */
-#define HIP_NOT_BUILT ""
-#else
-/* A build without the hip backend names the switch that would bring it. */
-#define HIP_NOT_BUILT " (hip: not built (MD_HIP=off))"
-#endif
-
-static md_status add(const md_backend_ops *ops) {
-  if (!ops || !ops->name || ops->version != MD_BACKEND_VERSION || ops->struct_size < sizeof(md_backend_ops))
+md_status md_backend_register(const md_backend_ops *ops) {
+  if (!ops || !ops->name || ops->version != MD_BACKEND_VERSION || ops->struct_size < MD_BACKEND_OPS_MIN_SIZE)
     return md__fail(MD_INVALID_ARGUMENT, "backend: ops table has an unknown version or size");
   pthread_mutex_lock(&lock);
-  for (unsigned i = 0; i < n_backends; i++)
-    if (strcmp(backends[i]->name, ops->name) == 0) {
+  unsigned n = atomic_load_explicit(&n_backends, memory_order_relaxed);
+  for (unsigned i = 0; i < n; i++)
+    if (strcmp(backends[i].name, ops->name) == 0) {
       pthread_mutex_unlock(&lock);
       return md__fail(MD_INVALID_ARGUMENT, "backend '%s': already registered", ops->name);
     }
-  if (n_backends == MAX_BACKENDS) {
+  if (n == MAX_BACKENDS) {
     pthread_mutex_unlock(&lock);
     return md__fail(MD_RESOURCE_EXHAUSTED_PERSISTENT, "backend '%s': registry full", ops->name);
   }
-  backends[n_backends++] = ops;
+  size_t size = ops->struct_size < sizeof(md_backend_ops) ? ops->struct_size : sizeof(md_backend_ops);
+  memset(&backends[n], 0, sizeof backends[n]);
+  memcpy(&backends[n], ops, size);
+  backends[n].struct_size = sizeof(md_backend_ops);
+  atomic_store_explicit(&n_backends, n + 1, memory_order_release);
   pthread_mutex_unlock(&lock);
   return MD_NONE;
 }
 
-static void register_builtins(void) {
-  add(md_sim_backend());
-#ifdef MD_HAVE_HIP
-  add(md_hip_backend());
-#endif
-}
-
-md_status md_backend_register(const md_backend_ops *ops) {
-  pthread_once(&builtins_once, register_builtins);
-  return add(ops);
-}
-
 const md_backend_ops *md_backend_find(const char *name) {
-  pthread_once(&builtins_once, register_builtins);
-  const md_backend_ops *found = NULL;
-  pthread_mutex_lock(&lock);
-  for (unsigned i = 0; i < n_backends && !found; i++)
-    if (strcmp(backends[i]->name, name) == 0) found = backends[i];
-  pthread_mutex_unlock(&lock);
-  return found;
+  unsigned n = atomic_load_explicit(&n_backends, memory_order_acquire);
+  for (unsigned i = 0; i < n; i++)
+    if (strcmp(backends[i].name, name) == 0) return &backends[i];
+  return NULL;
+}
+
+/* "sim, hip": the registered names, for messages. */
+static void list_names(char *buf, size_t len) {
+  unsigned n = atomic_load_explicit(&n_backends, memory_order_acquire);
+  size_t used = 0;
+  buf[0] = 0;
+  for (unsigned i = 0; i < n && used < len; i++)
+    used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", backends[i].name);
+  if (!n) snprintf(buf, len, "none");
 }
 
 static md_status open_one(md_device *d, const md_backend_ops *ops) {
@@ -85,11 +79,16 @@ md_status md__backend_open(md_device *d) {
   if (strcmp(d->cfg.backend, "auto") == 0) {
     const md_backend_ops *hip = md_backend_find("hip");
     if (hip && open_one(d, hip) == MD_NONE) return MD_NONE;
-    return open_one(d, md_backend_find("sim"));
+    const md_backend_ops *sim = md_backend_find("sim");
+    if (!sim) return md__fail(MD_DEVICE_UNAVAILABLE, "open_device: backend=auto: no backend answered");
+    return open_one(d, sim);
   }
   const md_backend_ops *ops = md_backend_find(d->cfg.backend);
-  if (!ops)
-    return md__fail(MD_DEVICE_UNAVAILABLE, "open_device: backend=%s: this driver was built without it%s",
-                    d->cfg.backend, strcmp(d->cfg.backend, "hip") == 0 ? HIP_NOT_BUILT : "");
+  if (!ops) {
+    char names[128];
+    list_names(names, sizeof names);
+    return md__fail(MD_DEVICE_UNAVAILABLE, "open_device: backend=%s: this driver was built without it (built with: %s)",
+                    d->cfg.backend, names);
+  }
   return open_one(d, ops);
 }

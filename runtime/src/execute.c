@@ -15,7 +15,6 @@
 #include "error.h"
 #include "kernels/kernel_ctx.h"
 #include "runtime_int.h"
-#include "sim_backend.h"
 
 #define TOKFMT "0x%016llx"
 #define TOK(t) ((unsigned long long)(t))
@@ -455,16 +454,17 @@ static void deinit_device_outputs(md__exec *x, opnd_state *os) {
   }
 }
 
-/* Whether the sim's time model is on (latency_ns or copy_gbps). */
-static bool time_modelled(const md_device *d) {
-  return d->be == md_sim_backend() && (d->cfg.latency_ns || d->cfg.copy_gbps > 0);
+/* Whether the backend models device time (md_backend_ops.device_ns answers for a launch). */
+static bool time_modelled(md_device *d) {
+  return d->be->device_ns && d->be->device_ns(d->bk, 1, 0) != UINT64_MAX;
 }
 
-/* Device time of one launch (is_launch) or copy of `bytes` that took `wall` ns: the sim's
- * model when one is on (so timings look like a device's), else the wall time. */
+/* Device time of one launch (is_launch) or copy of `bytes` that took `wall` ns: the backend's
+ * time model when it has one on (so timings look like a device's), else the wall time. */
 static uint64_t dev_time(md_device *d, int is_launch, uint64_t bytes, uint64_t wall) {
-  if (!time_modelled(d)) return wall;
-  return md_sim_model_ns(d->bk, is_launch, bytes);
+  if (!d->be->device_ns) return wall;
+  uint64_t ns = d->be->device_ns(d->bk, is_launch, bytes);
+  return ns == UINT64_MAX ? wall : ns;
 }
 
 static md_status bind_inputs(md__exec *x, md__exec_ctx *ctx, md_stream *stream, uint64_t *dev_ns) {

@@ -6,9 +6,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "device.h"
 
-const md_driver *mdt_driver(void) { return md__driver_table(); }
+const md_driver *mdt_driver(void) { return md_driver_entry(MD_DRIVER_ABI_VERSION); }
 
 int mdt_memfd(const void *data, size_t size) {
   int fd = memfd_create("mdt", MFD_CLOEXEC);

@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "error.h"
-#include "device.h"
 #include "runtime_int.h"
 
 Test(config, null_and_empty_give_defaults) {
@@ -52,7 +51,7 @@ ParameterizedTest(struct bad *b, config, bad_text_is_invalid_argument_naming_it)
 }
 
 Test(config, open_device_rejects_unknown_key_by_name) {
-  const md_driver *drv = md__driver_table();
+  const md_driver *drv = md_driver_entry(MD_DRIVER_ABI_VERSION);
   md_device *dev = (md_device *)1;
   cr_assert_eq(drv->open_device("backend=sim;bogus=1", &dev), MD_INVALID_ARGUMENT);
   cr_assert_null(dev);

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "md/backend.h"
-#include "sim_backend.h"
+#include "md/sim.h"
 
 typedef struct simt {
   const md_backend_ops *ops;

@@ -1,9 +1,12 @@
 /* md/backend.h - the backend interface: what the runtime needs from a device.
  *
  * A backend is a versioned table of function pointers (like sqlite3_vfs), registered by name.
- * The reference driver runs every model through one: "sim" (sim/, always built) or "hip"
- * (hip_kernels/, when built with HIP). Device memory is addressed by md_devptr values that are
- * NOT host pointers; a kernel gets a usable address from kernel_ptr().
+ * The reference driver runs every model through one: "sim" (sim/, md/sim.h, always built) or
+ * "hip" (hip_kernels/, when built with HIP). The runtime knows backends only through this
+ * table: the driver product registers the ones it was built with (runtime/driver/entry.c), as
+ * SQLite's core reaches the file system only through the VFS it is given. Device memory is
+ * addressed by md_devptr values that are NOT host pointers; a kernel gets a usable address from
+ * kernel_ptr().
  *
  * Thread-safety: every function may be called from any thread concurrently, except that one
  * stream is used by one thread at a time and close() runs alone. */
@@ -119,7 +122,16 @@ typedef struct md_backend_ops {
    *              kernel status) or DEVICE_UNAVAILABLE (device_lost@N: the device is lost,
    *              every later backend call fails with DEVICE_UNAVAILABLE). */
   md_status (*fault_point)(md_backend *b, md_fault_site site, char *err, size_t errlen);
+
+  /* Optional (NULL, or a table whose struct_size ends before it: no time model). The
+   * modelled device time of one launch (is_launch) or one copy of `bytes`, in ns, or
+   * UINT64_MAX when this device models no time (the runtime then reports measured time). */
+  uint64_t (*device_ns)(md_backend *b, int is_launch, uint64_t bytes);
 } md_backend_ops;
+
+/* The size of the oldest ops table a registry accepts: every entry up to and including
+ * event_wait is required; the entries after it are optional. */
+#define MD_BACKEND_OPS_MIN_SIZE (offsetof(md_backend_ops, event_wait) + sizeof(void (*)(void)))
 
 /* For backend implementations: formats a message into err (when err && errlen) and returns
  * st, the way every md_backend_ops call reports a failure. */
@@ -136,12 +148,11 @@ static inline md_status md_backend_fail(char *err, size_t errlen, md_status st, 
 }
 
 /* Registry of backends, process-wide. md_backend_register fails (INVALID_ARGUMENT) on a
- * duplicate name or an ops table whose version/struct_size it does not know. */
+ * duplicate name, a version it does not know, or a table shorter than
+ * MD_BACKEND_OPS_MIN_SIZE; entries a shorter table lacks read as NULL. It keeps its own copy
+ * of the table: md_backend_find returns that copy, not ops. */
 md_status md_backend_register(const md_backend_ops *ops);
 const md_backend_ops *md_backend_find(const char *name);
-
-/* The built-in simulator backend (sim/). */
-const md_backend_ops *md_sim_backend(void);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,7 @@
 /* sim_backend.c - the "sim" backend: a simulated GPU behind md_backend_ops. Device memory is
  * an arena of its own (sim_arena.c); faults, streams, events and the clock are here. What the
- * device does, and what issue 3 will change: sim_backend.h. */
-#include "sim_backend.h"
+ * device does: md/sim.h. */
+#include "md/sim.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -265,6 +265,13 @@ static uint64_t model_ns(md_backend *b, int is_launch, uint64_t bytes) {
 
 uint64_t md_sim_model_ns(md_backend *b, int is_launch, uint64_t bytes) {
   return sim_of(b) ? model_ns(b, is_launch, bytes) : 0;
+}
+
+/* md_backend_ops.device_ns: the model's time, or UINT64_MAX when neither latency_ns nor
+ * copy_gbps is set (the runtime then reports measured time). */
+static uint64_t device_ns(md_backend *b, int is_launch, uint64_t bytes) {
+  if (!b->latency_ns && !(b->copy_gbps > 0)) return UINT64_MAX;
+  return model_ns(b, is_launch, bytes);
 }
 
 /* Advances the clocks by `ns` of work done on s (NULL: synchronous work). */
@@ -1043,6 +1050,7 @@ static const md_backend_ops sim_ops = {
     .event_record = sim_event_record,
     .event_wait = sim_event_wait,
     .fault_point = sim_fault_point,
+    .device_ns = device_ns,
 };
 
 const md_backend_ops *md_sim_backend(void) { return &sim_ops; }

@@ -1,6 +1,6 @@
-/* md_math.h - private to the kernels: per-element math (activations, binary operators, softmax
- * terms) and numpy-style broadcasting index math, shared by the host kernels and, later, the HIP
- * kernels so every backend computes the same thing.
+/* md_math.h - shared by the kernels of every backend (md_kernels_shared): per-element math
+ * (activations, binary operators, softmax terms) and numpy-style broadcasting index math, used
+ * by the host kernels and the HIP kernels so every backend computes the same thing.
  *
  * Plain C (also valid C++/HIP): `static inline` functions, no libc beyond <math.h>, no memory
  * access beyond the structs passed in. Each function is marked MD_HD, which is empty in C and

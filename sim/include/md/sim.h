@@ -1,11 +1,13 @@
-/* sim_backend.h - what the simulated device offers beyond md_backend_ops (md/backend.h):
- * its counters, its simulated clock and its debug checks, for reports and tests.
+/* md/sim.h - the simulator backend (sim/): md_sim_backend(), and what the simulated device
+ * offers beyond md_backend_ops (md/backend.h): its counters, its simulated clock and its debug
+ * checks, for reports and tests. The runtime never includes this header: a driver product
+ * registers the backend (runtime/driver/entry.c) and the runtime reaches it through its ops.
  *
  * Every function here takes an md_backend opened through md_sim_backend()->open (passing one
  * from another backend is a caller bug; it is detected by a magic number where possible and
  * then answered with zeros). All are thread-safe.
  *
- * The device, as this round builds it (issues 2 and 3):
+ * The device:
  *
  * Memory. Device memory is an arena of its own (sim_arena.h), one mmap reservation of
  * mem_limit bytes (0: 1 GiB; larger than 64 GiB: capped at 64 GiB), never host memory handed
@@ -60,8 +62,8 @@
  * Time. A model, off by default: latency_ns per launch, copy_gbps for copies (bytes / GB/s).
  * Synchronous work advances the device clock; queued work its stream's clock, and the device
  * clock is at least the latest stream clock. Nothing sleeps. */
-#ifndef MD_SIM_BACKEND_H
-#define MD_SIM_BACKEND_H
+#ifndef MD_SIM_H
+#define MD_SIM_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -78,6 +80,9 @@ extern "C" {
 
 /* md_sim_debug_set flags. */
 #define MD_SIM_DEBUG_CHECK_ALL 1u   /* after each launch, check every red zone and free block */
+
+/* The simulator's ops table (static storage): register it with md_backend_register. */
+const md_backend_ops *md_sim_backend(void);
 
 /* Counters of one sim device. `common` is what ops->stats reports: allocs/frees count
  * successful calls, bytes_* count payload bytes (what callers asked for), copies and
@@ -118,7 +123,7 @@ typedef struct md_sim_order_entry {
 size_t md_sim_order(md_backend *b, md_sim_order_entry *out, size_t max, uint64_t *hash);
 
 /* The modelled device time of one launch (is_launch) or one copy of `bytes`: 0 when the
- * model is off. For runtimes that report simulated timings. */
+ * model is off. (Runtimes ask through md_backend_ops.device_ns.) */
 uint64_t md_sim_model_ns(md_backend *b, int is_launch, uint64_t bytes);
 
 /* Fills *out (zeros for a backend that is not sim). */

@@ -1,6 +1,7 @@
-/* kernels_int.h - private to md_kernels: the built-in kernel tables and the helpers the host
- * kernels share (type names, operand views, prepare/execute checks that produce messages
- * naming the operand). */
+/* kernels_int.h - shared by md_kernels and the backends that register kernels of the built-in
+ * operations (the hip backend), through the internal target md_kernels_shared: the built-in
+ * kernel tables and the helpers the kernels share (type names, operand views, prepare/execute
+ * checks that produce messages naming the operand). Not part of the public API. */
 #ifndef MD_KERNELS_INT_H
 #define MD_KERNELS_INT_H
 
