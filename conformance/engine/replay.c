@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "engine_int.h"
+#include "md/config.h"
 #include "reader_int.h"
 
 /* ---- op table ---- */
@@ -478,39 +479,11 @@ static int get_roles(mdc__where *w, mdc__arena *a, json_t *ev, const char *key, 
   return 0;
 }
 
-/* ---- config merge: the trace's keys win, the replay's are added ---- */
-static int has_key(const char *cfg, const char *key, size_t klen) {
-  const char *p = cfg;
-  while (p && *p) {
-    while (*p == ' ' || *p == ';') p++;
-    const char *eq = strchr(p, '='), *semi = strchr(p, ';');
-    size_t n = eq && (!semi || eq < semi) ? (size_t)(eq - p) : semi ? (size_t)(semi - p) : strlen(p);
-    if (n == klen && strncmp(p, key, klen) == 0) return 1;
-    p = semi ? semi + 1 : NULL;
-  }
-  return 0;
-}
-
+/* ---- config merge: the trace's keys win, the replay's are added (md/config.h) ---- */
 static char *merge_config(const char *trace, const char *cli) {
-  size_t len = (trace ? strlen(trace) : 0) + (cli ? strlen(cli) : 0) + 2;
+  size_t len = md_config_merge(trace, cli, NULL, 0) + 1;
   char *out = malloc(len);
-  if (!out) return NULL;
-  snprintf(out, len, "%s", trace ? trace : "");
-  size_t n = strlen(out);
-  const char *p = cli;
-  while (p && *p) {
-    const char *semi = strchr(p, ';');
-    size_t plen = semi ? (size_t)(semi - p) : strlen(p);
-    const char *eq = memchr(p, '=', plen);
-    size_t klen = eq ? (size_t)(eq - p) : plen;
-    if (plen && !has_key(out, p, klen)) {
-      if (n) out[n++] = ';';
-      memcpy(out + n, p, plen);
-      n += plen;
-      out[n] = '\0';
-    }
-    p = semi ? semi + 1 : NULL;
-  }
+  if (out) md_config_merge(trace, cli, out, len);
   return out;
 }
 

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "mdc/store.h"
+#include "md/config.h"
 #include "mdc_int.h"
 
 static double now_s(void) {
@@ -139,7 +140,7 @@ static int probe(const char *driver, const char *config, double timeout_s, probe
         else snprintf(r.err, sizeof r.err, "get_capabilities failed: %s", d->last_error(dev));
         d->close_device(dev);
       } else {
-        snprintf(r.err, sizeof r.err, "open_device(\"%s\") returned status %d: %s", config, (int)st,
+        snprintf(r.err, sizeof r.err, "open_device(\"%.200s\") returned status %d: %.250s", config, (int)st,
                  d->last_error(NULL));
       }
     }
@@ -310,29 +311,6 @@ static void print_json(const mdc_cli__replay_opts *o, const mdc_cli__run *run, i
   fflush(stdout);
 }
 
-/* The `seed` key of a config string, if any. */
-static int config_seed(const char *cfg, uint64_t *seed) {
-  const char *p = cfg;
-  while (p && *p) {
-    while (*p == ' ' || *p == ';') p++;
-    if (strncmp(p, "seed", 4) == 0) {
-      const char *q = p + 4;
-      while (*q == ' ') q++;
-      if (*q == '=') {
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(q + 1, &end, 0);
-        if (!errno && end != q + 1) {
-          *seed = v;
-          return 1;
-        }
-      }
-    }
-    p = strchr(p, ';');
-  }
-  return 0;
-}
-
 /* ---- the run -------------------------------------------------------------------------------- */
 
 static void set_status(mdc_cli__run *run, mdc_cli__case *c, mdc_status s) {
@@ -341,10 +319,25 @@ static void set_status(mdc_cli__run *run, mdc_cli__case *c, mdc_status s) {
   if (mdc_cli__status_unexpected(s)) run->unexpected++;
 }
 
-int mdc_cli__replay(const mdc_cli__replay_opts *o, mdc_cli__run *run) {
+int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
   memset(run, 0, sizeof *run);
   double t_start = now_s();
   char err[1024];
+  /* --config is parsed by the driver's own parser (md/config.h) and used, stored and merged
+   * into each trace in its canonical form: what the store says is what the driver ran with. */
+  md_config cfg;
+  char config[1024];
+  if (md_config_parse(opts->config, &cfg, err, sizeof err) != MD_NONE) {
+    fprintf(stderr, "mdc replay: --config '%s': %s\n", opts->config ? opts->config : "", err);
+    return MDC_EXIT_USAGE;
+  }
+  if (md_config_format(&cfg, config, sizeof config) >= sizeof config) {
+    fprintf(stderr, "mdc replay: --config is longer than %zu bytes\n", sizeof config - 1);
+    return MDC_EXIT_USAGE;
+  }
+  mdc_cli__replay_opts oc = *opts;
+  oc.config = config;
+  const mdc_cli__replay_opts *o = &oc;
   mdc_cli__paths paths;
   if (mdc_cli__collect(o->paths, o->n_paths, &paths, err, sizeof err)) {
     fprintf(stderr, "mdc replay: %s\n", err);
@@ -409,12 +402,10 @@ int mdc_cli__replay(const mdc_cli__replay_opts *o, mdc_cli__run *run) {
       mdc_cli__baseline_free(&base);
       return MDC_EXIT_STORE;
     }
-    uint64_t seed = 0;
-    int has_seed = config_seed(o->config, &seed);
     mdc_run_info ri = {.kind = o->kind ? o->kind : "replay", .driver_name = pm.name,
                        .driver_version = pm.version, .driver_path = o->driver ? o->driver : "(reference)",
-                       .backend = run->backend, .device = run->device, .config = o->config,
-                       .seed = seed, .has_seed = has_seed,
+                       .backend = run->backend, .device = run->device, .config = config,
+                       .seed = cfg.seed, .has_seed = cfg.has_seed,
                        .shard_index = o->shard_n > 1 ? o->shard_i : 0,
                        .shard_count = o->shard_n > 1 ? o->shard_n : 1};
     if (mdc_store_run_begin(store, &ri, &run_id, run->uuid)) {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "record_int.h"
+#include "md/config.h"
 #include "md/loader.h"
 
 rec_state md__rec = {.mu = PTHREAD_MUTEX_INITIALIZER};
@@ -72,24 +73,9 @@ static void expect_shapes(json_t *o, md_status st, const md_output_shape *shapes
  * recorded on is in its header (recorded_on.backend); which backend a replay uses is the replay's
  * choice (`mdc replay --config backend=...`), so a recorded trace is portable across backends. */
 static char *portable_config(const char *config) {
-  const char *p = config ? config : "";
-  char *out = malloc(strlen(p) + 1);
-  if (!out) return NULL;
-  size_t n = 0;
-  while (*p) {
-    const char *semi = strchr(p, ';');
-    size_t len = semi ? (size_t)(semi - p) : strlen(p);
-    const char *k = p;
-    while (k < p + len && *k == ' ') k++;
-    int is_backend = strncmp(k, "backend", 7) == 0 && (k[7] == '=' || k[7] == ' ');
-    if (len && !is_backend) {
-      if (n) out[n++] = ';';
-      memcpy(out + n, p, len);
-      n += len;
-    }
-    p = semi ? semi + 1 : p + len;
-  }
-  out[n] = '\0';
+  size_t len = md_config_without(config, "backend", NULL, 0) + 1;
+  char *out = malloc(len);
+  if (out) md_config_without(config, "backend", out, len);
   return out;
 }
 

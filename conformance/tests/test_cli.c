@@ -183,6 +183,25 @@ Test(cli, store_holds_the_run_and_every_case) {
   mdc_out_free(&r);
 }
 
+Test(cli, config_is_parsed_as_the_driver_parses_it_and_stored_canonical) {
+  char dir[64], db[128];
+  corpus(dir, 1);
+  snprintf(db, sizeof db, "%s/r.db", dir);
+  /* 0x10 is 16 for mdc and for the driver alike; the store holds the canonical text. */
+  mdc_out r = mdc("replay", "--quiet", "--db", db, "--config", " seed = 0x10 ;backend=sim", dir);
+  cr_assert_eq(r.rc, 0, "%s", r.err);
+  cr_expect_eq(db_count(db, "SELECT count(*) FROM runs WHERE seed = 16 AND config = 'backend=sim;seed=16'"), 1);
+  mdc_out_free(&r);
+  /* What the driver would refuse is refused before anything runs: exit 2 naming the key. */
+  const char *bad[][2] = {{"frob=1", "unknown key 'frob'"}, {"seed=1K", "seed '1K'"}, {"backend=tpu", "backend 'tpu'"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    r = mdc("replay", "--no-db", "--config", bad[i][0], dir);
+    cr_expect_eq(r.rc, 2, "%s: rc %d", bad[i][0], r.rc);
+    cr_expect(strstr(r.err, bad[i][1]), "%s: %s", bad[i][0], r.err);
+    mdc_out_free(&r);
+  }
+}
+
 Test(cli, db_merge_twice_changes_nothing) {
   char dir[64], a[128], b[128], out[128];
   corpus(dir, 2);

@@ -63,8 +63,10 @@ static md_status open_device(const char *config, md_device **out) {
   if (sodium_init() < 0) return md__fail(MD_GENERAL_FAILURE, "open_device: libsodium failed to initialise");
   md_device *d = calloc(1, sizeof *d);
   if (!d) return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "open_device: out of memory");
-  md_status st = md__config_parse(config, &d->cfg);
-  if (st == MD_NONE) st = md__backend_open(d);
+  char err[320];
+  md_status st = md_config_parse(config, &d->cfg, err, sizeof err);
+  if (st != MD_NONE) md__fail(st, "open_device: %s", err);
+  else st = md__backend_open(d);
   if (st != MD_NONE) {
     free(d);
     return st;

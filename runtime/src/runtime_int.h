@@ -16,26 +16,12 @@
 #include <stdint.h>
 
 #include "md/backend.h"
+#include "md/config.h"
 #include "md/driver.h"
 #include "handles.h"
 #include "model.h"
 #include "pool.h"
 #include "refcount.h"
-
-/* ---- configuration (config.c) ---- */
-typedef struct md__config {
-  char backend[16];          /* "sim", "hip", "auto" */
-  uint64_t mem_limit;        /* 0: the device's own */
-  uint64_t seed;
-  bool has_seed;
-  uint64_t latency_ns;
-  double copy_gbps;          /* simulated copy bandwidth; 0: not modelled */
-  char faults[256];          /* "" when none */
-} md__config;
-
-/* Parses "key=value;key=value". INVALID_ARGUMENT naming the key or value on error
- * (message in md__last_error). NULL or "" gives the defaults. */
-md_status md__config_parse(const char *text, md__config *out);
 
 /* ---- a tiny lock for short metadata sections ---- */
 typedef struct md__spin { atomic_flag f; } md__spin;
@@ -113,7 +99,7 @@ struct md_device {
   const md_backend_ops *be;
   md_backend *bk;
   md_backend_info info;
-  md__config cfg;
+  md_config cfg;
   char backend[32];
   char platform[16];
   md__htable ht;

@@ -1,6 +1,7 @@
 /* wl_common.c - the simulated workloads' shared code: driver loading, options, checks, PRNG,
  * memfd pools, model/request builders, host reference kernels, digest, summary line. */
 #include "wl_common.h"
+#include "md/config.h"
 #include "md/loader.h"
 
 #include <errno.h>
@@ -66,21 +67,6 @@ static int parse_u64(const char *s, uint64_t *out) {
   return 0;
 }
 
-/* Whether the config has a "seed" key (items are ';'-separated key=value, spaces ignored). */
-static int config_has_seed(const char *cfg) {
-  const char *p = cfg;
-  while (*p) {
-    while (*p == ' ' || *p == ';') p++;
-    const char *k = p;
-    while (*p && *p != '=' && *p != ';') p++;
-    const char *ke = p;
-    while (ke > k && ke[-1] == ' ') ke--;
-    if ((size_t)(ke - k) == 4 && memcmp(k, "seed", 4) == 0) return 1;
-    while (*p && *p != ';') p++;
-  }
-  return 0;
-}
-
 void wl_init(wl_ctx *ctx, const char *name, int argc, char **argv, uint32_t default_steps) {
   memset(ctx, 0, sizeof *ctx);
   ctx->name = name;
@@ -118,7 +104,7 @@ void wl_init(wl_ctx *ctx, const char *name, int argc, char **argv, uint32_t defa
     i++;
   }
   int n;
-  if (config_has_seed(config))
+  if (md_config_has(config, "seed"))
     n = snprintf(ctx->config, sizeof ctx->config, "%s", config);
   else
     n = snprintf(ctx->config, sizeof ctx->config, "%s%sseed=%" PRIu64, config,
