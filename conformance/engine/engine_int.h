@@ -8,10 +8,12 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "md/driver.h"
+#include "mdc/calls.h"
 #include "mdc/engine.h"
 
 /* Limits that keep a malformed trace from exhausting memory (docs/conformance.md). */
@@ -98,11 +100,6 @@ void mdc__pool_free(mdc__pool *p);
 uint8_t *mdc__pool_span(mdc__where *w, mdc__pool *p, uint64_t off, uint64_t len);
 
 /* ---- names (names.c): every object a trace produced, by name; thread-safe ---- */
-typedef enum mdc__kind {
-  MDC__K_DEVICE, MDC__K_CLIENT, MDC__K_PREPARED, MDC__K_TOKEN, MDC__K_EVENT,
-  MDC__K_MEMORY, MDC__K_MODEL, MDC__K_REQUEST
-} mdc__kind;
-
 typedef struct mdc__model {
   mdc__arena arena;
   md_model m;
@@ -110,7 +107,7 @@ typedef struct mdc__model {
 
 typedef struct mdc__name {
   char name[128];
-  mdc__kind kind;
+  mdc_obj kind;
   uint32_t line;        /* the event that produced it */
   int bound;            /* 0: its call failed, nothing to use */
   int closed;           /* devices and clients: closed (by the trace or at the end) */
@@ -118,7 +115,7 @@ typedef struct mdc__name {
   md_device *dev;       /* devices: the device; handles: the device they belong to */
   uint32_t n_outputs;   /* events: outputs of the request that made them */
   mdc__pool *pool;      /* memory */
-  mdc__model *model;    /* model */
+  mdc__model *model;    /* model (owned by the run, mdc__run_keep_model) */
   json_t *request;      /* request (a reference) */
 } mdc__name;
 
@@ -131,19 +128,18 @@ typedef struct mdc__names {
 } mdc__names;
 
 int mdc__names_init(mdc__names *t);
-void mdc__names_free(mdc__names *t); /* frees pools, models, requests; closes nothing */
+void mdc__names_free(mdc__names *t); /* frees pools and requests (not models); closes nothing */
 /* Looks a name up; NULL if absent. The entry stays valid until mdc__names_free. */
 mdc__name *mdc__names_find(mdc__names *t, const char *name);
 /* Declares `name` for the event at w->line: a trace error if another event already produced it.
  * The same line may declare it again (a repeated concurrent block rebinds). */
-int mdc__names_declare(mdc__where *w, mdc__names *t, const char *name, mdc__kind kind,
+int mdc__names_declare(mdc__where *w, mdc__names *t, const char *name, mdc_obj kind,
                        mdc__name **out);
 /* Copies the entry for `name` under the lock; -1 if absent. */
 int mdc__names_get(mdc__names *t, const char *name, mdc__name *copy);
 /* Binds a declared entry to the object its call produced (under the lock). */
 void mdc__names_bind(mdc__names *t, mdc__name *e, uint64_t value, md_device *dev,
                      uint32_t n_outputs);
-const char *mdc__kind_name(mdc__kind k);
 int mdc__name_valid(const char *s);
 
 /* Resolves a handle argument: a name of a client/prepared/token/event, {"literal": v} or
@@ -173,5 +169,117 @@ typedef struct mdc__verdict {
 int mdc__compare(mdc__elem type, const uint8_t *actual, const uint8_t *expected, size_t count,
                  double atol, double rtol, char *exp, size_t explen, char *act, size_t actlen,
                  char *msg, size_t msglen);
+
+/* ---- the run: one trace being replayed (replay.c), and what its events share ---- */
+
+/* What `expect` asks of one call (judge.c). */
+typedef struct mdc__expect {
+  md_status allowed[16];
+  int n_allowed;
+  const char *message;
+  json_t *shapes, *leaks, *supported;
+  const char *timing, *backend;
+  int smd;               /* supports_memory_domains: -1 not asked */
+} mdc__expect;
+
+typedef struct mdc__run {
+  const md_driver *drv;
+  const char *path;
+  const char *config;    /* the replay's config keys (merged into the first open_device) */
+  int strict;            /* the trace is at this reader's minor: unknown fields are errors */
+  mdc_trace_header hdr;
+  mdc__names names;
+  pthread_mutex_t lock;  /* verdict, device, client and model lists */
+  mdc__verdict v;
+  atomic_int stop;       /* something was recorded: run nothing more */
+  atomic_uint events;
+  mdc__name **devs;      /* every device and client the trace opened, in order */
+  size_t n_devs, cap_devs;
+  mdc__name **clients;
+  size_t n_clients, cap_clients;
+  int opened_device;     /* the first open_device (which gets --config) happened */
+  int requires_checked;
+  int in_block;          /* a concurrent block runs: omitted client/device are the snapshot's */
+  size_t blk_nclients, blk_ndevs;
+  uint64_t blk_client;
+  md_device *blk_client_dev, *blk_dev;
+  mdc__model **models;   /* every model the trace built (named or inline), freed at the end */
+  size_t n_models, cap_models;
+} mdc__run;
+
+/* replay.c */
+/* Records the first verdict other than Pass (a trace error replaces an earlier Fail) and stops
+ * the run. Thread-safe. */
+void mdc__record(mdc__run *r, mdc_verdict verdict, uint32_t line, const char *msg, const char *exp,
+                 const char *act);
+/* A Fail at the event of w: "path:line: op: <fmt>". Returns 1. */
+int mdc__fail(mdc__run *r, mdc__where *w, const char *exp, const char *act, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* Appends item to a growing array of pointers; -1 on out of memory (nothing changed). */
+int mdc__push(void *arrp, size_t *n, size_t *cap, void *item);
+/* Hands m to the run, which frees it at the end; on failure (out of memory) m is freed and a
+ * trace error is in w. Thread-safe. */
+int mdc__run_keep_model(mdc__run *r, mdc__where *w, mdc__model *m);
+
+/* judge.c: expectations. */
+/* Parses ev's `expect` for a driver call c (NULL: an event that takes none). */
+int mdc__expect_parse(mdc__where *w, const mdc_call_desc *c, json_t *ev, int strict, mdc__expect *e);
+/* The status (one of the allowed) and message parts of every call's judgement; 0 met, 1 Fail. */
+int mdc__judge_status(mdc__run *r, mdc__where *w, const mdc__expect *e, md_status st, md_device *dev);
+/* Shapes and timing of execute/wait_event, and SPEC 4's rules for them on failure. */
+int mdc__judge_outputs(mdc__run *r, mdc__where *w, const mdc__expect *e, md_status st,
+                       const md_output_shape *sh, uint32_t n, const md_timing *tm);
+
+/* args.c: a call's arguments, resolved from the trace. */
+int mdc__arg_client(mdc__run *r, mdc__where *w, json_t *ev, uint64_t *client, md_device **hint);
+int mdc__arg_device(mdc__run *r, mdc__where *w, json_t *ev, md_device *hint, md_device **dev);
+int mdc__arg_model(mdc__run *r, mdc__where *w, json_t *ev, const md_model **out);
+int mdc__arg_request(mdc__run *r, mdc__where *w, json_t *ev, mdc__arena *a, md_request *out);
+int mdc__arg_handle(mdc__run *r, mdc__where *w, json_t *ev, mdc_arg_id id, uint64_t *out);
+int mdc__arg_memory(mdc__run *r, mdc__where *w, json_t *ev, mdc_arg_id id, mdc__pool **out);
+int mdc__arg_dims(mdc__where *w, mdc__arena *a, json_t *obj, const char *key, uint32_t *rank,
+                  uint32_t **dims);
+int mdc__arg_roles(mdc__where *w, mdc__arena *a, json_t *ev, mdc_arg_id id, int strict,
+                   md_buffer_role **out, uint32_t *n);
+/* Declares the `as` name of ev (required or not) for an object of `kind`; *out NULL when absent. */
+int mdc__arg_as(mdc__run *r, mdc__where *w, json_t *ev, mdc_obj kind, int required, mdc__name **out);
+
+/* dispatch.c: one handler per driver call (mdc/calls.h), and running one call. */
+int mdc__call_run(mdc__run *r, mdc__where *w, const mdc_call_desc *c, json_t *ev);
+/* Closes what the trace left open: clients first, newest first, then devices. */
+void mdc__close_leftovers(mdc__run *r);
+
+/* events.c: the replayer's own events (objects it makes, fill/check, block markers). */
+#define MDC__EV_IN_BLOCK 1u      /* may appear inside a concurrent block */
+#define MDC__EV_BLOCK_START 2u   /* `concurrent` */
+#define MDC__EV_BLOCK_END 4u     /* `end_concurrent` */
+#define MDC__EV_READS_MEMORY 8u  /* reads the pool named by its `memory` field */
+#define MDC__EV_WRITES_MEMORY 16u /* writes it */
+typedef struct mdc__event_desc {
+  const char *name;
+  unsigned flags;
+  const char *keys[12];  /* fields besides op (and lane inside a block) */
+  int (*run)(mdc__run *r, mdc__where *w, json_t *ev);   /* NULL for the block markers */
+  const char *args_doc, *summary;   /* for docs/trace-format.md's table */
+} mdc__event_desc;
+extern const mdc__event_desc mdc__events[];
+extern const size_t mdc__n_events;
+const mdc__event_desc *mdc__event_find(const char *name);
+
+/* replay.c: what one trace line is, checked on its own. */
+typedef struct mdc__op {
+  const char *name;
+  const mdc_call_desc *call;        /* a driver call, or */
+  const mdc__event_desc *event;     /* a replayer event */
+} mdc__op;
+/* Checks one line: op known, fields known (at the reader's minor), expect well formed, `lane`
+ * exactly inside blocks (lanes: the block's lane count). */
+int mdc__op_check(mdc__run *r, mdc__where *w, json_t *ev, int in_block, uint32_t lanes, mdc__op *out);
+/* Runs one checked event: 0 done, 1 Fail recorded, -1 trace error in w->msg. */
+int mdc__op_exec(mdc__run *r, mdc__where *w, const mdc__op *op, json_t *ev);
+
+/* block.c: a concurrent block, from its `concurrent` line to `end_concurrent`. */
+struct mdc__reader;
+int mdc__block_run(mdc__run *r, struct mdc__reader *rd, mdc__where *w, json_t *head);
 
 #endif

@@ -7,20 +7,6 @@
 
 #include "engine_int.h"
 
-const char *mdc__kind_name(mdc__kind k) {
-  switch (k) {
-    case MDC__K_DEVICE: return "device";
-    case MDC__K_CLIENT: return "client";
-    case MDC__K_PREPARED: return "prepared model";
-    case MDC__K_TOKEN: return "token";
-    case MDC__K_EVENT: return "event";
-    case MDC__K_MEMORY: return "memory";
-    case MDC__K_MODEL: return "model";
-    case MDC__K_REQUEST: return "request";
-  }
-  return "?";
-}
-
 int mdc__name_valid(const char *s) {
   size_t n = strlen(s);
   if (n == 0 || n >= sizeof(((mdc__name *)0)->name)) return 0;
@@ -49,7 +35,6 @@ void mdc__names_free(mdc__names *t) {
   for (size_t i = 0; i < t->n; i++) {
     mdc__name *e = t->all[i];
     mdc__pool_free(e->pool);
-    mdc__model_free(e->model);
     if (e->request) json_decref(e->request);
     free(e);
   }
@@ -99,7 +84,7 @@ static int grow(mdc__names *t) {
   return 0;
 }
 
-int mdc__names_declare(mdc__where *w, mdc__names *t, const char *name, mdc__kind kind,
+int mdc__names_declare(mdc__where *w, mdc__names *t, const char *name, mdc_obj kind,
                        mdc__name **out) {
   if (!mdc__name_valid(name))
     return mdc__terr(w, "'as': \"%s\" is not a name ([A-Za-z_][A-Za-z0-9_.-]*, under 128 chars)", name);
@@ -129,8 +114,8 @@ int mdc__names_declare(mdc__where *w, mdc__names *t, const char *name, mdc__kind
   return 0;
 }
 
-static int is_handle_kind(mdc__kind k) {
-  return k == MDC__K_CLIENT || k == MDC__K_PREPARED || k == MDC__K_TOKEN || k == MDC__K_EVENT;
+static int is_handle_kind(mdc_obj k) {
+  return k == MDC_OBJ_CLIENT || k == MDC_OBJ_PREPARED || k == MDC_OBJ_TOKEN || k == MDC_OBJ_EVENT;
 }
 
 int mdc__names_get(mdc__names *t, const char *name, mdc__name *copy) {
@@ -167,7 +152,7 @@ int mdc__resolve_handle(mdc__where *w, mdc__names *t, json_t *v, const char *wha
     if (bound_name(w, t, json_string_value(v), what, e)) return -1;
     if (!is_handle_kind(e->kind))
       return mdc__terr(w, "'%s': '%s' is a %s, not a handle or token", what, e->name,
-                       mdc__kind_name(e->kind));
+                       mdc_obj_name(e->kind));
     *out = e->value;
     return 0;
   }
@@ -181,7 +166,7 @@ int mdc__resolve_handle(mdc__where *w, mdc__names *t, json_t *v, const char *wha
       if (bound_name(w, t, json_string_value(forge), what, e)) return -1;
       if (!is_handle_kind(e->kind))
         return mdc__terr(w, "'%s': '%s' is a %s, not a handle or token", what, e->name,
-                         mdc__kind_name(e->kind));
+                         mdc_obj_name(e->kind));
       *out = e->value ^ bits;
       return 0;
     }
@@ -193,8 +178,8 @@ int mdc__resolve_memory(mdc__where *w, mdc__names *t, json_t *v, const char *wha
   mdc__name ent, *e = &ent;
   if (!json_is_string(v)) return mdc__terr(w, "'%s' takes a memory name", what);
   if (bound_name(w, t, json_string_value(v), what, e)) return -1;
-  if (e->kind != MDC__K_MEMORY)
-    return mdc__terr(w, "'%s': '%s' is a %s, not a memory", what, e->name, mdc__kind_name(e->kind));
+  if (e->kind != MDC_OBJ_MEMORY)
+    return mdc__terr(w, "'%s': '%s' is a %s, not a memory", what, e->name, mdc_obj_name(e->kind));
   *out = e->pool;
   return 0;
 }

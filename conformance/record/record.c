@@ -17,6 +17,8 @@
 #include "record_int.h"
 #include "md/config.h"
 #include "md/loader.h"
+#include "md/status.h"
+#include "mdc/calls.h"
 
 rec_state md__rec = {.mu = PTHREAD_MUTEX_INITIALIZER};
 #define R (&md__rec)
@@ -27,10 +29,15 @@ static const char *dev_name(md_device *d) {
   return "?";
 }
 
-/* {"op": op, "device": d, ["client": ref]} */
-static json_t *ev(const char *op, md_device *d, int with_client, md_handle client) {
-  json_t *o = json_pack("{s:s,s:s}", "op", op, "device", dev_name(d));
-  if (with_client) json_object_set_new(o, "client", md__rec_ref(client));
+/* The trace field of argument a of a call (mdc/calls.h: the keys the reader accepts). */
+#define KEY(a) mdc_args[MDC_A_##a].key
+#define EXPECT_KEY(x) mdc_expect_key(MDC_X_##x)
+
+/* {"op": the call's name, "device": d, ["client": ref]} (the client when the call takes one). */
+static json_t *ev(mdc_call call, md_device *d, md_handle client) {
+  const mdc_call_desc *c = &mdc_calls[call];
+  json_t *o = json_pack("{s:s,s:s}", "op", c->name, KEY(DEVICE), dev_name(d));
+  if (c->flags & MDC_CALL_CLIENT) json_object_set_new(o, KEY(CLIENT), md__rec_ref(client));
   return o;
 }
 
@@ -41,7 +48,12 @@ static void expect_status(json_t *o, md_status st) {
     e = json_object();
     json_object_set_new(o, "expect", e);
   }
-  const char *n = md__rec_status_name(st);
+  const char *n = NULL;
+  switch (st) {
+#define X(v, name, text) case v: n = name; break;
+    MD_STATUS_MAP(X)
+#undef X
+  }
   json_object_set_new(e, "status", n ? json_string(n) : json_integer((json_int_t)st));
 }
 
@@ -64,7 +76,7 @@ static void expect_shapes(json_t *o, md_status st, const md_output_shape *shapes
     if (!shapes[i].is_sufficient) json_object_set_new(s, "sufficient", json_false());
     json_array_append_new(a, s);
   }
-  json_object_set_new(expect_obj(o), "shapes", a);
+  json_object_set_new(expect_obj(o), EXPECT_KEY(SHAPES), a);
 }
 
 /* ---- wrapped entry points ------------------------------------------------------------------- */
@@ -84,7 +96,7 @@ static md_status r_open_device(const char *config, md_device **out) {
   md_device *d = NULL;
   md_status st = R->real->open_device(config, &d);
   if (out) *out = d;
-  json_t *o = json_pack("{s:s}", "op", "open_device");
+  json_t *o = json_pack("{s:s}", "op", mdc_calls[MDC_CALL_OPEN_DEVICE].name);
   if (st == MD_NONE && d) {
     json_object_set_new(o, "as", json_string(md__rec_bind(REC_DEVICE, (uint64_t)(uintptr_t)d)));
     if (!R->backend[0]) {
@@ -99,7 +111,7 @@ static md_status r_open_device(const char *config, md_device **out) {
     }
   }
   char *cfg = portable_config(config);
-  json_object_set_new(o, "config", json_string(cfg ? cfg : ""));
+  json_object_set_new(o, KEY(CONFIG), json_string(cfg ? cfg : ""));
   free(cfg);
   expect_status(o, st);
   md__rec_emit(o);
@@ -109,7 +121,7 @@ static md_status r_open_device(const char *config, md_device **out) {
 
 static void r_close_device(md_device *d) {
   pthread_mutex_lock(&R->mu);
-  json_t *o = ev("close_device", d, 0, 0);
+  json_t *o = ev(MDC_CALL_CLOSE_DEVICE, d, 0);
   R->real->close_device(d);
   md__rec_emit(o);
   pthread_mutex_unlock(&R->mu);
@@ -118,7 +130,7 @@ static void r_close_device(md_device *d) {
 static md_status r_get_capabilities(md_device *d, md_capabilities *out) {
   pthread_mutex_lock(&R->mu);
   md_status st = R->real->get_capabilities(d, out);
-  json_t *o = ev("get_capabilities", d, 0, 0);
+  json_t *o = ev(MDC_CALL_GET_CAPABILITIES, d, 0);
   expect_status(o, st);
   md__rec_emit(o);
   pthread_mutex_unlock(&R->mu);
@@ -128,14 +140,14 @@ static md_status r_get_capabilities(md_device *d, md_capabilities *out) {
 static md_status r_get_supported_operations(md_device *d, const md_model *m, uint8_t *supported) {
   pthread_mutex_lock(&R->mu);
   char mname[24];
-  json_t *o = ev("get_supported_operations", d, 0, 0);
-  if (m) json_object_set_new(o, "model", json_string(md__rec_model(m, mname)));
+  json_t *o = ev(MDC_CALL_GET_SUPPORTED_OPERATIONS, d, 0);
+  if (m) json_object_set_new(o, KEY(MODEL), json_string(md__rec_model(m, mname)));
   md_status st = R->real->get_supported_operations(d, m, supported);
   expect_status(o, st);
   if (st == MD_NONE && m && supported) {
     json_t *a = json_array();
     for (uint32_t i = 0; i < m->n_operations; i++) json_array_append_new(a, json_integer(supported[i] ? 1 : 0));
-    json_object_set_new(expect_obj(o), "supported", a);
+    json_object_set_new(expect_obj(o), EXPECT_KEY(SUPPORTED), a);
   }
   md__rec_emit(o);
   pthread_mutex_unlock(&R->mu);
@@ -147,7 +159,7 @@ static md_status r_open_client(md_device *d, md_handle *client) {
   md_handle c = 0;
   md_status st = R->real->open_client(d, &c);
   if (client) *client = c;
-  json_t *o = ev("open_client", d, 0, 0);
+  json_t *o = ev(MDC_CALL_OPEN_CLIENT, d, 0);
   if (st == MD_NONE) json_object_set_new(o, "as", json_string(md__rec_bind(REC_CLIENT, c)));
   expect_status(o, st);
   md__rec_emit(o);
@@ -157,14 +169,14 @@ static md_status r_open_client(md_device *d, md_handle *client) {
 
 static md_status r_close_client(md_device *d, md_handle client, md_leak_report *leaks) {
   pthread_mutex_lock(&R->mu);
-  json_t *o = ev("close_client", d, 1, client);
+  json_t *o = ev(MDC_CALL_CLOSE_CLIENT, d, client);
   md_leak_report lr;
   memset(&lr, 0, sizeof lr);
   md_status st = R->real->close_client(d, client, leaks ? &lr : NULL);
   if (leaks) *leaks = lr;
   expect_status(o, st);
   if (st == MD_NONE && leaks)
-    json_object_set_new(expect_obj(o), "leaks",
+    json_object_set_new(expect_obj(o), EXPECT_KEY(LEAKS),
                         json_pack("{s:i,s:i,s:i,s:I}", "buffers", (int)lr.buffers, "prepared_models",
                                   (int)lr.prepared_models, "events", (int)lr.events, "bytes",
                                   (json_int_t)lr.bytes));
@@ -177,8 +189,8 @@ static md_status r_prepare_model(md_device *d, md_handle client, const md_model 
   pthread_mutex_lock(&R->mu);
   char mname[24];
   const char *mn = m ? md__rec_model(m, mname) : NULL;
-  json_t *o = ev("prepare_model", d, 1, client);
-  if (mn) json_object_set_new(o, "model", json_string(mn));
+  json_t *o = ev(MDC_CALL_PREPARE_MODEL, d, client);
+  if (mn) json_object_set_new(o, KEY(MODEL), json_string(mn));
   md_handle p = 0;
   md_status st = R->real->prepare_model(d, client, m, &p);
   if (prepared) *prepared = p;
@@ -191,8 +203,8 @@ static md_status r_prepare_model(md_device *d, md_handle client, const md_model 
 
 static md_status r_release_prepared_model(md_device *d, md_handle client, md_handle prepared) {
   pthread_mutex_lock(&R->mu);
-  json_t *o = ev("release_prepared_model", d, 1, client);
-  json_object_set_new(o, "prepared", md__rec_ref(prepared));
+  json_t *o = ev(MDC_CALL_RELEASE_PREPARED_MODEL, d, client);
+  json_object_set_new(o, KEY(PREPARED), md__rec_ref(prepared));
   md_status st = R->real->release_prepared_model(d, client, prepared);
   expect_status(o, st);
   md__rec_emit(o);
@@ -213,19 +225,19 @@ static md_status r_allocate(md_device *d, md_handle client, const md_buffer_desc
                             const md_buffer_role *input_roles, uint32_t n_input_roles,
                             const md_buffer_role *output_roles, uint32_t n_output_roles, md_token *token) {
   pthread_mutex_lock(&R->mu);
-  json_t *o = ev("allocate", d, 1, client);
+  json_t *o = ev(MDC_CALL_ALLOCATE, d, client);
   json_t *dj = json_object();
   if (desc && desc->rank) {
     json_t *dims = json_array();
     for (uint32_t i = 0; i < desc->rank; i++) json_array_append_new(dims, json_integer(desc->dims ? desc->dims[i] : 0));
     json_object_set_new(dj, "dims", dims);
   }
-  json_object_set_new(o, "desc", dj);
+  json_object_set_new(o, KEY(DESC), dj);
   json_t *pa = json_array();
   for (uint32_t i = 0; prepared && i < n_prepared; i++) json_array_append_new(pa, md__rec_ref(prepared[i]));
-  json_object_set_new(o, "prepared", pa);
-  json_object_set_new(o, "input_roles", roles(input_roles, n_input_roles));
-  json_object_set_new(o, "output_roles", roles(output_roles, n_output_roles));
+  json_object_set_new(o, KEY(PREPARED_LIST), pa);
+  json_object_set_new(o, KEY(INPUT_ROLES), roles(input_roles, n_input_roles));
+  json_object_set_new(o, KEY(OUTPUT_ROLES), roles(output_roles, n_output_roles));
   md_token t = 0;
   md_status st = R->real->allocate(d, client, desc, prepared, n_prepared, input_roles, n_input_roles,
                                    output_roles, n_output_roles, &t);
@@ -241,9 +253,9 @@ static md_status r_copy_to(md_device *d, md_handle client, md_token src, const m
   pthread_mutex_lock(&R->mu);
   size_t idx = SIZE_MAX;
   const char *mn = dst ? md__rec_memory(dst, &idx) : NULL;
-  json_t *o = ev("copy_to", d, 1, client);
-  json_object_set_new(o, "token", md__rec_ref(src));
-  if (mn) json_object_set_new(o, "dst", json_string(mn));
+  json_t *o = ev(MDC_CALL_COPY_TO, d, client);
+  json_object_set_new(o, KEY(TOKEN), md__rec_ref(src));
+  if (mn) json_object_set_new(o, KEY(DST), json_string(mn));
   md_status st = R->real->copy_to(d, client, src, dst);
   expect_status(o, st);
   md__rec_emit(o);
@@ -257,13 +269,13 @@ static md_status r_copy_from(md_device *d, md_handle client, md_token dst, const
   pthread_mutex_lock(&R->mu);
   size_t idx;
   const char *mn = src ? md__rec_memory(src, &idx) : NULL;
-  json_t *o = ev("copy_from", d, 1, client);
-  json_object_set_new(o, "token", md__rec_ref(dst));
-  if (mn) json_object_set_new(o, "src", json_string(mn));
+  json_t *o = ev(MDC_CALL_COPY_FROM, d, client);
+  json_object_set_new(o, KEY(TOKEN), md__rec_ref(dst));
+  if (mn) json_object_set_new(o, KEY(SRC), json_string(mn));
   if (rank) {
     json_t *a = json_array();
     for (uint32_t i = 0; i < rank; i++) json_array_append_new(a, json_integer(dims ? dims[i] : 0));
-    json_object_set_new(o, "dims", a);
+    json_object_set_new(o, KEY(DIMS), a);
   }
   md_status st = R->real->copy_from(d, client, dst, src, rank, dims);
   expect_status(o, st);
@@ -274,8 +286,8 @@ static md_status r_copy_from(md_device *d, md_handle client, md_token dst, const
 
 static md_status r_free_buffer(md_device *d, md_handle client, md_token token) {
   pthread_mutex_lock(&R->mu);
-  json_t *o = ev("free_buffer", d, 1, client);
-  json_object_set_new(o, "token", md__rec_ref(token));
+  json_t *o = ev(MDC_CALL_FREE_BUFFER, d, client);
+  json_object_set_new(o, KEY(TOKEN), md__rec_ref(token));
   md_status st = R->real->free_buffer(d, client, token);
   expect_status(o, st);
   md__rec_emit(o);
@@ -291,10 +303,10 @@ static md_status r_execute(md_device *d, md_handle client, md_handle prepared, c
   size_t mems[MAX_OUT_POOLS], n_out = 0;
   int fds[MAX_OUT_POOLS];
   json_t *rj = req ? md__rec_request(req, mems, fds, &n_out, MAX_OUT_POOLS) : NULL;
-  json_t *o = ev("execute", d, 1, client);
-  json_object_set_new(o, "prepared", md__rec_ref(prepared));
-  if (rj) json_object_set_new(o, "request", rj);
-  if (!req || n_shapes != req->n_outputs) json_object_set_new(o, "n_shapes", json_integer(n_shapes));
+  json_t *o = ev(MDC_CALL_EXECUTE, d, client);
+  json_object_set_new(o, KEY(PREPARED), md__rec_ref(prepared));
+  if (rj) json_object_set_new(o, KEY(REQUEST), rj);
+  if (!req || n_shapes != req->n_outputs) json_object_set_new(o, KEY(N_SHAPES), json_integer(n_shapes));
   md_status st = R->real->execute(d, client, prepared, req, shapes, n_shapes, timing);
   expect_status(o, st);
   expect_shapes(o, st, shapes, req && req->n_outputs < n_shapes ? req->n_outputs : n_shapes);
@@ -310,9 +322,9 @@ static md_status r_execute_async(md_device *d, md_handle client, md_handle prepa
   pthread_mutex_lock(&R->mu);
   rec_pending pend = {0};
   json_t *rj = req ? md__rec_request(req, pend.mems, pend.fds, &pend.n, MAX_OUT_POOLS) : NULL;
-  json_t *o = ev("execute_async", d, 1, client);
-  json_object_set_new(o, "prepared", md__rec_ref(prepared));
-  if (rj) json_object_set_new(o, "request", rj);
+  json_t *o = ev(MDC_CALL_EXECUTE_ASYNC, d, client);
+  json_object_set_new(o, KEY(PREPARED), md__rec_ref(prepared));
+  if (rj) json_object_set_new(o, KEY(REQUEST), rj);
   md_handle e = 0;
   md_status st = R->real->execute_async(d, client, prepared, req, &e);
   if (event) *event = e;
@@ -337,10 +349,10 @@ static md_status r_execute_async(md_device *d, md_handle client, md_handle prepa
 static md_status r_wait_event(md_device *d, md_handle client, md_handle event, uint64_t timeout_ns,
                               md_output_shape *shapes, uint32_t n_shapes, md_timing *timing) {
   pthread_mutex_lock(&R->mu);
-  json_t *o = ev("wait_event", d, 1, client);
-  json_object_set_new(o, "event", md__rec_ref(event));
-  if (timeout_ns <= (uint64_t)INT64_MAX) json_object_set_new(o, "timeout_ns", json_integer((json_int_t)timeout_ns));
-  json_object_set_new(o, "n_shapes", json_integer(n_shapes));
+  json_t *o = ev(MDC_CALL_WAIT_EVENT, d, client);
+  json_object_set_new(o, KEY(EVENT), md__rec_ref(event));
+  if (timeout_ns <= (uint64_t)INT64_MAX) json_object_set_new(o, KEY(TIMEOUT_NS), json_integer((json_int_t)timeout_ns));
+  json_object_set_new(o, KEY(N_SHAPES), json_integer(n_shapes));
   md_status st = R->real->wait_event(d, client, event, timeout_ns, shapes, n_shapes, timing);
   expect_status(o, st);
   expect_shapes(o, st, shapes, n_shapes);

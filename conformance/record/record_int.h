@@ -105,7 +105,6 @@ const char *md__rec_model(const md_model *m, char name[24]);
 json_t *md__rec_request(const md_request *r, size_t *out_mems, int *out_fds, size_t *n_out,
                         size_t cap_out);
 
-const char *md__rec_status_name(md_status st);
 /* Writes header + events to the output file (once). */
 void md__rec_finish(void);
 

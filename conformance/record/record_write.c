@@ -437,22 +437,6 @@ json_t *md__rec_request(const md_request *r, size_t *out_mems, int *out_fds, siz
                    args(r->outputs, r->n_outputs), "pools", pools);
 }
 
-const char *md__rec_status_name(md_status st) {
-  switch (st) {
-    case MD_NONE: return "NONE";
-    case MD_DEVICE_UNAVAILABLE: return "DEVICE_UNAVAILABLE";
-    case MD_GENERAL_FAILURE: return "GENERAL_FAILURE";
-    case MD_OUTPUT_INSUFFICIENT_SIZE: return "OUTPUT_INSUFFICIENT_SIZE";
-    case MD_INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-    case MD_MISSED_DEADLINE_TRANSIENT: return "MISSED_DEADLINE_TRANSIENT";
-    case MD_MISSED_DEADLINE_PERSISTENT: return "MISSED_DEADLINE_PERSISTENT";
-    case MD_RESOURCE_EXHAUSTED_TRANSIENT: return "RESOURCE_EXHAUSTED_TRANSIENT";
-    case MD_RESOURCE_EXHAUSTED_PERSISTENT: return "RESOURCE_EXHAUSTED_PERSISTENT";
-    case MD_DEAD_OBJECT: return "DEAD_OBJECT";
-  }
-  return NULL;
-}
-
 /* ---- the file ------------------------------------------------------------------------------- */
 
 static void write_file(rec_state *R);

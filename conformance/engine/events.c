@@ -1,0 +1,128 @@
+/* events.c - the replayer's own events (not driver calls): the pools it makes (`memory`,
+ * `bad_memory`), writing and checking their bytes (`fill`, `check`), models and requests defined
+ * by name, and the markers of a concurrent block. Their table feeds the reader's checks and the
+ * docs' event table, as mdc/calls.h does for driver calls. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_int.h"
+
+static int ev_memory(mdc__run *r, mdc__where *w, json_t *ev, int bad) {
+  mdc__name *as;
+  mdc__pool *p;
+  if (mdc__arg_as(r, w, ev, MDC_OBJ_MEMORY, 1, &as)) return -1;
+  if (bad ? mdc__pool_bad(w, ev, &p) : mdc__pool_make(w, ev, r->strict, &p)) return -1;
+  mdc__pool_free(as->pool); /* only on a rebind */
+  as->pool = p;
+  mdc__names_bind(&r->names, as, 0, NULL, 0);
+  return 0;
+}
+
+static int ev_good_memory(mdc__run *r, mdc__where *w, json_t *ev) { return ev_memory(r, w, ev, 0); }
+static int ev_bad_memory(mdc__run *r, mdc__where *w, json_t *ev) { return ev_memory(r, w, ev, 1); }
+
+/* fill writes a payload into a pool; check compares a pool's bytes with one (a Fail on mismatch). */
+static int fill_check(mdc__run *r, mdc__where *w, json_t *ev, int check) {
+  mdc__pool *p;
+  uint64_t off;
+  json_t *mv = json_object_get(ev, "memory");
+  if (!mv) return mdc__terr(w, "missing field 'memory'");
+  if (mdc__resolve_memory(w, &r->names, mv, "memory", &p) ||
+      mdc__get_u64(w, ev, "offset", 0, 0, UINT64_MAX, &off))
+    return -1;
+  json_t *dv = json_object_get(ev, "data"), *vv = json_object_get(ev, "values");
+  if (check && dv && vv) return mdc__terr(w, "give 'data' or 'values', not both");
+  if (!dv) dv = vv;
+  if (!dv) return mdc__terr(w, "missing field 'data'");
+  mdc__elem type = MDC__ELEM_U8;
+  double atol = 1e-6, rtol = 1e-5;
+  if (check) {
+    const char *ts;
+    if (mdc__get_str(w, ev, "type", 1, &ts)) return -1;
+    if (mdc__elem_parse(ts, &type)) return mdc__terr(w, "'type': unknown '%s' (f32, i32, u8)", ts);
+    if (mdc__get_num(w, ev, "atol", atol, &atol) || mdc__get_num(w, ev, "rtol", rtol, &rtol)) return -1;
+    if (!(atol >= 0) || !(rtol >= 0)) return mdc__terr(w, "'atol' and 'rtol' must be >= 0");
+  }
+  mdc__bytes b;
+  if (mdc__payload(w, dv, r->strict, &b)) return -1;
+  int rc = -1;
+  if (check && b.type != MDC__ELEM_BYTES && b.type != type) {
+    mdc__terr(w, "payload is %s but 'type' is %s", mdc__elem_name(b.type), mdc__elem_name(type));
+  } else if (check && b.len % mdc__elem_size(type)) {
+    mdc__terr(w, "payload of %zu bytes is not a whole number of %s", b.len, mdc__elem_name(type));
+  } else {
+    uint8_t *span = mdc__pool_span(w, p, off, b.len);
+    if (span && !check) {
+      memcpy(span, b.data, b.len);
+      rc = 0;
+    } else if (span) {
+      char exp[512], act[512], msg[700];
+      if (mdc__compare(type, span, b.data, b.len / mdc__elem_size(type), atol, rtol, exp,
+                       sizeof exp, act, sizeof act, msg, sizeof msg))
+        rc = mdc__fail(r, w, exp, act, "%s", msg);
+      else
+        rc = 0;
+    }
+  }
+  free(b.data);
+  return rc;
+}
+
+static int ev_fill(mdc__run *r, mdc__where *w, json_t *ev) { return fill_check(r, w, ev, 0); }
+static int ev_check(mdc__run *r, mdc__where *w, json_t *ev) { return fill_check(r, w, ev, 1); }
+
+static int ev_model(mdc__run *r, mdc__where *w, json_t *ev) {
+  mdc__name *as;
+  mdc__model *m;
+  if (mdc__arg_as(r, w, ev, MDC_OBJ_MODEL, 1, &as) || mdc__model_build(w, &r->names, ev, r->strict, &m) ||
+      mdc__run_keep_model(r, w, m))
+    return -1;
+  as->model = m;
+  mdc__names_bind(&r->names, as, 0, NULL, 0);
+  return 0;
+}
+
+static int ev_request(mdc__run *r, mdc__where *w, json_t *ev) {
+  mdc__name *as;
+  mdc__arena a = {0};
+  md_request q;
+  /* Only its shape is checked now: its names may be produced later. */
+  int rc = mdc__arg_as(r, w, ev, MDC_OBJ_REQUEST, 1, &as) ||
+           mdc__request_build(w, &r->names, ev, r->strict, 0, &a, &q);
+  mdc__arena_free(&a);
+  if (rc) return -1;
+  if (as->request) json_decref(as->request);
+  as->request = json_incref(ev);
+  mdc__names_bind(&r->names, as, 0, NULL, 0);
+  return 0;
+}
+
+const mdc__event_desc mdc__events[] = {
+    {"memory", 0,
+     {"as", "kind", "size", "offset", "prot", "file_size", "data", "width", "height", "layers", "format"},
+     ev_good_memory,
+     "`as`, `kind` (`ashmem`, `mmap_fd`, `blob`, `hardware_buffer`), `size`, optional `offset`, `prot`, "
+     "`file_size`, `data`, `width/height/layers/format`",
+     "creates a real pool: a memfd or a temporary file, mapped by the replayer to fill and check it"},
+    {"bad_memory", 0,
+     {"as", "kind", "fd", "offset", "size", "prot", "width", "height", "layers", "format"},
+     ev_bad_memory, "`as`, every `md_memory` field literally", "a descriptor for validation cases"},
+    {"fill", MDC__EV_IN_BLOCK | MDC__EV_WRITES_MEMORY, {"memory", "offset", "data"}, ev_fill, "`memory`, `offset`, `data`",
+     "writes a payload into a pool"},
+    {"check", MDC__EV_IN_BLOCK | MDC__EV_READS_MEMORY, {"memory", "offset", "type", "data", "values", "atol", "rtol"}, ev_check,
+     "`memory`, `offset`, `type`, `data` or `values`, optional `atol`, `rtol`", "compares pool contents"},
+    {"model", 0, {"as", "operands", "operations", "inputs", "outputs", "operand_values", "pools"}, ev_model,
+     "`as`, the model", "defines a model to use by name"},
+    {"request", 0, {"as", "inputs", "outputs", "pools"}, ev_request, "`as`, the request",
+     "defines a request to use by name"},
+    {"concurrent", MDC__EV_BLOCK_START, {"lanes", "repeat"}, NULL, "`lanes`, `repeat`",
+     "starts a concurrent block"},
+    {"end_concurrent", MDC__EV_BLOCK_END, {0}, NULL, "", "ends it"},
+};
+const size_t mdc__n_events = sizeof mdc__events / sizeof mdc__events[0];
+
+const mdc__event_desc *mdc__event_find(const char *name) {
+  for (size_t i = 0; i < mdc__n_events; i++)
+    if (strcmp(mdc__events[i].name, name) == 0) return &mdc__events[i];
+  return NULL;
+}
