@@ -1,4 +1,4 @@
-/* bench_async.c - benchmark 6 (issue 3): execute_async on the sim's asynchronous streams.
+/* bench_async.c - benchmark 6: execute_async on the sim's asynchronous streams.
  *
  * (a) Latency: one execute_async + wait_event of a one-operation model (RELU on [1,4], pools
  *     in and out), median wall time, beside a synchronous execute of the same request timed

@@ -1,5 +1,5 @@
 /* bench_main.c - md_bench: runs the driver's benchmarks and prints a table of figures against
- * their targets (issue 2, "Benchmarks"). Targets are reported, not enforced: the exit status is
+ * their targets (bench/README.md). Targets are reported, not enforced: the exit status is
  * 0 unless a benchmark could not run.
  *
  *   md_bench [--quick] [--filter NAME] [--markdown FILE]

@@ -475,7 +475,7 @@ Test(arena, every_address_of_many_allocations_resolves_to_its_own) {
 }
 
 /* The allocator's host memory per live allocation (its unit-table word, its share of the
- * table's leaves, and the record room alloc keeps for it; issue 2 asks for at most 48 bytes),
+ * table's leaves, and the record room alloc keeps for it; the budget is at most 48 bytes),
  * as malloc counts it: untouched record room included. 0 where malloc is not glibc's (ASan). */
 Test(arena, host_metadata_per_live_allocation_is_at_most_48_bytes) {
   md_backend *d = simt_open(64 * MIB, NULL, 0);

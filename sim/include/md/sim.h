@@ -9,7 +9,7 @@
  *
  * The device:
  *
- * Memory. Device memory is an arena of its own (sim_arena.h), one mmap reservation of
+ * Memory. Device memory is an arena of its own (sim/src/sim_arena.h), one mmap reservation of
  * mem_limit bytes (0: 1 GiB; larger than 64 GiB: capped at 64 GiB), never host memory handed
  * out directly. An md_devptr is MD_SIM_DEVPTR_TAG | device id << 40 | arena offset: never a
  * valid host address (non-canonical on x86-64), never 0, and a pointer of another sim device
