@@ -2,9 +2,12 @@
  * skipped, each other line parsed as one JSON object; and the header line with its version
  * logic (newer major refused, newer minor read leniently). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "reader_int.h"
 
@@ -14,9 +17,38 @@ int mdc__reader_open(mdc__reader *r, const char *path, mdc__where *w) {
   w->path = path;
   w->line = 0;
   w->op = "trace";
-  r->f = fopen(path, "r");
-  if (!r->f) return mdc__terr(w, "cannot open: %s", strerror(errno));
+  /* O_NONBLOCK: opening a FIFO must not wait for a writer; only regular files are traces. */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return mdc__terr(w, "cannot open: %s", strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int e = errno;
+    close(fd);
+    return mdc__terr(w, "cannot stat: %s", strerror(e));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return mdc__terr(w, "not a regular file (%s): a trace is a file", mdc__file_kind(st.st_mode));
+  }
+  int fl = fcntl(fd, F_GETFL);
+  if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  r->f = fdopen(fd, "r");
+  if (!r->f) {
+    int e = errno;
+    close(fd);
+    return mdc__terr(w, "cannot open: %s", strerror(e));
+  }
   return 0;
+}
+
+const char *mdc__file_kind(unsigned mode) {
+  if (S_ISDIR(mode)) return "a folder";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return S_ISREG(mode) ? "a file" : "not a file";
 }
 
 void mdc__reader_close(mdc__reader *r) {
@@ -25,24 +57,44 @@ void mdc__reader_close(mdc__reader *r) {
   memset(r, 0, sizeof *r);
 }
 
+/* Reads one line (its '\n' dropped) into r->buf, never holding more than MDC__MAX_LINE bytes
+ * of it: 1 a line (*len bytes), 0 end of file, -1 a line over the limit (the rest of the file is
+ * not read), -2 a read error. A last line without '\n' is a line. */
+static int read_line(mdc__reader *r, size_t *len) {
+  size_t n = 0;
+  int c;
+  while ((c = getc_unlocked(r->f)) != EOF && c != '\n') {
+    if (n == MDC__MAX_LINE) return -1;
+    if (n + 1 >= r->cap) {
+      size_t cap = r->cap ? r->cap * 2 : 4096;
+      if (cap > MDC__MAX_LINE + 1) cap = MDC__MAX_LINE + 1;
+      char *b = realloc(r->buf, cap);
+      if (!b) return -2;
+      r->buf = b;
+      r->cap = cap;
+    }
+    r->buf[n++] = (char)c;
+  }
+  if (c == EOF) {
+    if (ferror(r->f)) return -2;
+    if (n == 0) return 0;
+  }
+  *len = n;
+  return 1;
+}
+
 int mdc__reader_next(mdc__reader *r, mdc__where *w, json_t **out) {
   *out = NULL;
   for (;;) {
-    ssize_t n = getline(&r->buf, &r->cap, r->f);
-    if (n < 0) {
-      if (ferror(r->f)) {
-        w->line = r->line;
-        w->op = "trace";
-        return mdc__terr(w, "read error: %s", strerror(errno));
-      }
-      return 0;
-    }
+    size_t len = 0;
+    int got = read_line(r, &len);
+    if (got == 0) return 0;
     r->line++;
     w->line = r->line;
     w->op = "trace";
-    if ((size_t)n > MDC__MAX_LINE) return mdc__terr(w, "line of %zd bytes is over the limit", n);
-    size_t len = (size_t)n;
-    while (len && (r->buf[len - 1] == '\n' || r->buf[len - 1] == '\r')) len--;
+    if (got == -1) return mdc__terr(w, "line longer than %u bytes (the limit)", MDC__MAX_LINE);
+    if (got == -2) return mdc__terr(w, "read error: %s", errno ? strerror(errno) : "out of memory");
+    while (len && r->buf[len - 1] == '\r') len--;
     size_t i = 0;
     while (i < len && (r->buf[i] == ' ' || r->buf[i] == '\t')) i++;
     if (i == len || r->buf[i] == '#') continue;

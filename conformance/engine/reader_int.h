@@ -14,9 +14,14 @@ typedef struct mdc__reader {
   uint32_t line;
 } mdc__reader;
 
+/* Opens a trace: a regular file only (a FIFO, a device or a folder is a trace error, and opening
+ * never blocks). */
 int mdc__reader_open(mdc__reader *r, const char *path, mdc__where *w);
+/* "a FIFO", "a folder", ... for a st_mode. */
+const char *mdc__file_kind(unsigned mode);
 void mdc__reader_close(mdc__reader *r);
-/* The next JSON object (1, *out owned by the caller), 0 at end of file, -1 on a trace error. */
+/* The next JSON object (1, *out owned by the caller), 0 at end of file, -1 on a trace error (a
+ * line over MDC__MAX_LINE is one, found without reading more of it than the limit). */
 int mdc__reader_next(mdc__reader *r, mdc__where *w, json_t **out);
 /* Parses the header object: version logic and fields. */
 int mdc__header_parse(mdc__where *w, json_t *h, mdc_trace_header *out);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "mdc_int.h"
 
@@ -23,16 +24,53 @@ static const int status_unexpected[] = {
 const char *mdc_cli__status_name(mdc_status s) { return s < MDC_S_COUNT ? status_names[s] : "?"; }
 int mdc_cli__status_unexpected(mdc_status s) { return s < MDC_S_COUNT ? status_unexpected[s] : 1; }
 
-static int push(mdc_cli__paths *p, const char *s) {
-  if (p->n == p->cap) {
-    size_t cap = p->cap ? 2 * p->cap : 64;
-    char **v = realloc(p->v, cap * sizeof *v);
+/* A trace found, with its file's identity: two paths to one file (links, a folder given twice,
+ * a symlinked folder) are one trace. */
+typedef struct found {
+  char *path;
+  dev_t dev;
+  ino_t ino;
+} found;
+
+typedef struct walk_state {
+  found *v;
+  size_t n, cap;
+  struct { dev_t dev; ino_t ino; } *dirs;   /* folders entered: a symlink loop enters none twice */
+  size_t n_dirs, cap_dirs;
+  char *err;
+  size_t errlen;
+} walk_state;
+
+static int add_found(walk_state *w, const char *path, const struct stat *st) {
+  if (w->n == w->cap) {
+    size_t cap = w->cap ? 2 * w->cap : 64;
+    found *v = realloc(w->v, cap * sizeof *v);
     if (!v) return -1;
-    p->v = v;
-    p->cap = cap;
+    w->v = v;
+    w->cap = cap;
   }
-  if (!(p->v[p->n] = strdup(s))) return -1;
-  p->n++;
+  if (!(w->v[w->n].path = strdup(path))) return -1;
+  w->v[w->n].dev = st->st_dev;
+  w->v[w->n].ino = st->st_ino;
+  w->n++;
+  return 0;
+}
+
+/* 1 when the folder was entered before (then it is not entered again), 0 when it is new, -1
+ * out of memory. */
+static int seen_dir(walk_state *w, const struct stat *st) {
+  for (size_t i = 0; i < w->n_dirs; i++)
+    if (w->dirs[i].dev == st->st_dev && w->dirs[i].ino == st->st_ino) return 1;
+  if (w->n_dirs == w->cap_dirs) {
+    size_t cap = w->cap_dirs ? 2 * w->cap_dirs : 32;
+    void *d = realloc(w->dirs, cap * sizeof *w->dirs);
+    if (!d) return -1;
+    w->dirs = d;
+    w->cap_dirs = cap;
+  }
+  w->dirs[w->n_dirs].dev = st->st_dev;
+  w->dirs[w->n_dirs].ino = st->st_ino;
+  w->n_dirs++;
   return 0;
 }
 
@@ -41,15 +79,19 @@ static int ends_with(const char *s, const char *suf) {
   return a >= b && strcmp(s + a - b, suf) == 0;
 }
 
-/* Recursion depth is bounded by the file system's; a symlink loop is cut by a depth limit. */
-static int walk(const char *dir, int depth, mdc_cli__paths *out, char *err, size_t errlen) {
-  if (depth > 64) {
-    snprintf(err, errlen, "%s: folders nested more than 64 deep (a symlink loop?)", dir);
+/* Every regular `*.jsonl` under dir (folders named `blobs` skipped). Symlinks are followed, but
+ * a folder is entered once however many paths lead to it, so a loop ends; what is not a
+ * regular file or a folder (a FIFO, a device, a dangling link) is no trace and is skipped. */
+static int walk(walk_state *w, const char *dir, const struct stat *dst, int depth) {
+  int seen = seen_dir(w, dst);
+  if (seen) return seen < 0 ? (snprintf(w->err, w->errlen, "out of memory"), -1) : 0;
+  if (depth > 256) {
+    snprintf(w->err, w->errlen, "%s: folders nested more than 256 deep", dir);
     return -1;
   }
   DIR *d = opendir(dir);
   if (!d) {
-    snprintf(err, errlen, "cannot read folder '%s': %s", dir, strerror(errno));
+    snprintf(w->err, w->errlen, "cannot read folder '%s': %s", dir, strerror(errno));
     return -1;
   }
   struct dirent *e;
@@ -62,10 +104,10 @@ static int walk(const char *dir, int depth, mdc_cli__paths *out, char *err, size
     struct stat st;
     if (stat(path, &st) != 0) continue; /* a dangling link is not a trace */
     if (S_ISDIR(st.st_mode)) {
-      if (strcmp(e->d_name, "blobs") != 0) rc = walk(path, depth + 1, out, err, errlen);
+      if (strcmp(e->d_name, "blobs") != 0) rc = walk(w, path, &st, depth + 1);
     } else if (S_ISREG(st.st_mode) && ends_with(e->d_name, ".jsonl")) {
-      if (push(out, path)) {
-        snprintf(err, errlen, "out of memory");
+      if (add_found(w, path, &st)) {
+        snprintf(w->err, w->errlen, "out of memory");
         rc = -1;
       }
     }
@@ -74,54 +116,87 @@ static int walk(const char *dir, int depth, mdc_cli__paths *out, char *err, size
   return rc;
 }
 
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
+static int cmp_found(const void *a, const void *b) {
+  return strcmp(((const found *)a)->path, ((const found *)b)->path);
+}
+
+/* Orders pointers to entries by file identity, then by position (the path order). */
+static int cmp_identity(const void *a, const void *b) {
+  const found *x = *(found *const *)a, *y = *(found *const *)b;
+  if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
+  if (x->ino != y->ino) return x->ino < y->ino ? -1 : 1;
+  return x < y ? -1 : x > y;
+}
+
+static const char *file_kind(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a file";
 }
 
 int mdc_cli__collect(const char *const *paths, size_t n, mdc_cli__paths *out, char *err, size_t errlen) {
   memset(out, 0, sizeof *out);
+  walk_state w = {.err = err, .errlen = errlen};
   for (size_t i = 0; i < n; i++) {
     struct stat st;
     if (stat(paths[i], &st) != 0) {
       snprintf(err, errlen, "cannot read '%s': %s", paths[i], strerror(errno));
       goto fail;
     }
-    size_t before = out->n;
+    size_t before = w.n, dirs_before = w.n_dirs;
     if (S_ISDIR(st.st_mode)) {
-      if (walk(paths[i], 0, out, err, errlen)) goto fail;
-      if (out->n == before) {
+      if (walk(&w, paths[i], &st, 0)) goto fail;
+      /* (A folder given again, or inside one given before, adds nothing and is no error.) */
+      if (w.n == before && w.n_dirs > dirs_before) {
         snprintf(err, errlen, "no traces (*.jsonl) under '%s'", paths[i]);
         goto fail;
       }
-    } else {
-      FILE *f = fopen(paths[i], "r");
-      if (!f) {
-        snprintf(err, errlen, "cannot read '%s': %s", paths[i], strerror(errno));
-        goto fail;
-      }
-      fclose(f);
-      if (push(out, paths[i])) {
-        snprintf(err, errlen, "out of memory");
-        goto fail;
-      }
+    } else if (!S_ISREG(st.st_mode)) {
+      snprintf(err, errlen, "'%s' is not a regular file (%s): a trace is a file, or a folder of them",
+               paths[i], file_kind(st.st_mode));
+      goto fail;
+    } else if (access(paths[i], R_OK) != 0) {
+      snprintf(err, errlen, "cannot read '%s': %s", paths[i], strerror(errno));
+      goto fail;
+    } else if (add_found(&w, paths[i], &st)) {
+      snprintf(err, errlen, "out of memory");
+      goto fail;
     }
   }
-  if (out->n == 0) {
+  if (w.n == 0) {
     snprintf(err, errlen, "no traces given");
     goto fail;
   }
-  qsort(out->v, out->n, sizeof *out->v, cmp_str);
-  size_t k = 0;
-  for (size_t i = 0; i < out->n; i++) {
-    if (k && strcmp(out->v[k - 1], out->v[i]) == 0) {
-      free(out->v[i]);
-      continue;
-    }
-    out->v[k++] = out->v[i];
+  /* Sorted by path, so the order never depends on the file system; then each file once (the
+   * first of its paths in that order). */
+  qsort(w.v, w.n, sizeof *w.v, cmp_found);
+  found **by_id = malloc(w.n * sizeof *by_id);
+  out->v = malloc(w.n * sizeof *out->v);
+  if (!by_id || !out->v) {
+    free(by_id);
+    snprintf(err, errlen, "out of memory");
+    goto fail;
   }
-  out->n = k;
+  for (size_t i = 0; i < w.n; i++) by_id[i] = &w.v[i];
+  qsort(by_id, w.n, sizeof *by_id, cmp_identity);
+  for (size_t i = 1; i < w.n; i++)
+    if (by_id[i]->dev == by_id[i - 1]->dev && by_id[i]->ino == by_id[i - 1]->ino) {
+      free(by_id[i]->path);   /* a later path to a file already listed */
+      by_id[i]->path = NULL;
+    }
+  free(by_id);
+  for (size_t i = 0; i < w.n; i++)
+    if (w.v[i].path) out->v[out->n++] = w.v[i].path;
+  out->cap = w.n;
+  free(w.v);
+  free(w.dirs);
   return 0;
 fail:
+  for (size_t i = 0; i < w.n; i++) free(w.v[i].path);
+  free(w.v);
+  free(w.dirs);
   mdc_cli__paths_free(out);
   return -1;
 }

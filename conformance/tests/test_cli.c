@@ -313,6 +313,39 @@ Test(cli, bad_paths_are_usage_errors) {
   mdc_out_free(&r);
 }
 
+/* Paths that used to hang or loop: only regular files are traces, read without blocking or
+ * unbounded memory, and a walk enters each folder and replays each file once. */
+Test(cli, paths_that_are_not_traces_end_at_once) {
+  char dir[64], fifo[128], loop[128], again[128];
+  corpus(dir, 2);
+  snprintf(fifo, sizeof fifo, "%s/pipe.jsonl", dir);
+  cr_assert_eq(mkfifo(fifo, 0600), 0);
+  const char *bad[][2] = {{fifo, "a FIFO"}, {"/dev/zero", "a character device"}};
+  for (int i = 0; i < 2; i++) {
+    mdc_out r = mdc("replay", "--no-db", "--timeout", "5", bad[i][0]);
+    cr_expect_eq(r.rc, 2, "%s: rc %d", bad[i][0], r.rc);
+    cr_expect(strstr(r.err, bad[i][1]), "%s: %s", bad[i][0], r.err);
+    mdc_out_free(&r);
+  }
+  /* /proc/self/fd holds links to pipes, ttys and the folder being read: nothing a trace. */
+  mdc_out r = mdc("replay", "--no-db", "/proc/self/fd");
+  cr_expect_eq(r.rc, 2, "rc %d", r.rc);
+  cr_expect(strstr(r.err, "no traces"), "%s", r.err);
+  mdc_out_free(&r);
+  /* A symlink loop and a second link to the same folder: the folder's FIFO is skipped in a
+   * walk, and each of its two traces runs once. */
+  snprintf(loop, sizeof loop, "%s/loop", dir);
+  snprintf(again, sizeof again, "%s/again", dir);
+  cr_assert_eq(symlink(".", loop), 0);
+  cr_assert_eq(symlink(dir, again), 0);
+  r = mdc("replay", "--no-db", "--json", dir, again);
+  cr_expect_eq(r.rc, 0, "rc %d: %s", r.rc, r.err);
+  json_t *j = out_json(&r);
+  cr_expect_eq(jint(j, "cases"), 2);
+  json_decref(j);
+  mdc_out_free(&r);
+}
+
 typedef struct bad_opt { char a[16], b[32]; } bad_opt;
 ParameterizedTestParameters(cli, bad_option_values_are_usage_errors) {
   static bad_opt p[] = {{"--shard", "3/2"}, {"--shard", "x"},     {"--shard", "1/0"},

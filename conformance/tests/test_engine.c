@@ -4,7 +4,9 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mdc/engine.h"
 
@@ -145,6 +147,26 @@ Test(engine, missing_file_is_a_trace_error) {
   mdc_result res;
   cr_assert_eq(mdc_trace_run(ref(), MDC_TEST_TRACES "/no/such.jsonl", NULL, &res), MDC_TRACE_ERROR);
   cr_assert(strstr(res.message, "no/such.jsonl:0: trace: cannot open"), "%s", res.message);
+}
+
+/* A line past the 64 MiB limit is a trace error found without holding the line: the reader
+ * stops at the limit (the same holds for /dev/zero, which `mdc replay` refuses as a device). */
+Test(engine, a_line_over_the_limit_is_a_trace_error) {
+  char path[] = "/tmp/mdc-long-line-XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert_geq(fd, 0);
+  FILE *f = fdopen(fd, "w");
+  fprintf(f, "{\"mdc_trace\": \"1.0\", \"name\": \"t/long\", \"rules\": [\"x\"]}\n");
+  static char chunk[1 << 16];
+  memset(chunk, ' ', sizeof chunk);
+  for (int i = 0; i <= (64 << 20) / (int)sizeof chunk; i++) fwrite(chunk, 1, sizeof chunk, f);
+  fclose(f);
+  mdc_result res;
+  cr_expect_eq(mdc_trace_run(ref(), path, NULL, &res), MDC_TRACE_ERROR);
+  cr_expect(strstr(res.message, ":2: trace: line longer than 67108864 bytes"), "%s", res.message);
+  unlink(path);
+  cr_expect_eq(mdc_trace_run(ref(), "/dev/zero", NULL, &res), MDC_TRACE_ERROR);
+  cr_expect(strstr(res.message, "not a regular file (a character device)"), "%s", res.message);
 }
 
 Test(engine, header_is_read_alone) {
