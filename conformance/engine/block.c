@@ -48,7 +48,7 @@ static void *lane_main(void *p) {
       if (atomic_load(&r->stop)) break;
       mdc__where w = {.path = r->path, .line = b->evs[i].line, .op = b->evs[i].op.name};
       if (mdc__op_exec(r, &w, &b->evs[i].op, b->evs[i].ev) < 0)
-        mdc__record(r, MDC_TRACE_ERROR, w.line, w.msg, NULL, NULL);
+        mdc__record(r, MDC_TRACE_ERROR, &w, w.msg, NULL, NULL);
     }
     pthread_barrier_wait(&b->bar);
     /* Read between the two barriers: every lane sees the same value, so all stop together. */

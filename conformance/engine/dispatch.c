@@ -94,7 +94,7 @@ static int check_requires(mdc__run *r, mdc__where *w, md_device *dev) {
       char msg[512];
       snprintf(msg, sizeof msg, "%s:%u: %s: requires '%s', which this driver does not have", w->path,
                w->line, w->op, tok);
-      mdc__record(r, MDC_NOT_SUPPORTED, w->line, msg, tok, caps.backend);
+      mdc__record(r, MDC_NOT_SUPPORTED, w, msg, tok, caps.backend);
       return 1;
     }
   }
@@ -193,7 +193,7 @@ static int h_get_supported_operations(call_ctx *c) {
   uint32_t n = m->n_operations ? m->n_operations : 1;
   uint8_t *sup = mdc__arena_alloc(c->a, 1, n);
   if (!sup) return mdc__terr(w, "out of memory");
-  memset(sup, 0xAA, n);
+  memset(sup, MDC__POISON_BYTE, n);
   if (e->supported && json_array_size(e->supported) != m->n_operations)
     return mdc__terr(w, "expect: 'supported' has %zu entries, the model %u operations",
                      json_array_size(e->supported), m->n_operations);
@@ -204,9 +204,10 @@ static int h_get_supported_operations(call_ctx *c) {
     json_t *s = json_array_get(e->supported, i);
     int want = json_is_boolean(s) ? json_is_true(s) : (int)json_integer_value(s);
     if ((sup[i] != 0) != want) {
-      char ex[64], ac[64];
+      char ex[64], ac[128];
       snprintf(ex, sizeof ex, "supported[%u] = %d", i, want);
-      snprintf(ac, sizeof ac, "supported[%u] = %u", i, sup[i]);
+      snprintf(ac, sizeof ac, "supported[%u] = %u%s", i, sup[i],
+               sup[i] == MDC__POISON_BYTE ? " (not written by the driver: mdc's 0xA5 fill)" : "");
       return mdc__fail(r, w, ex, ac, "%s, expected %s", ac, ex);
     }
   }
@@ -243,7 +244,7 @@ static int h_close_client(call_ctx *c) {
   mdc__where *w = c->w;
   const mdc__expect *e = c->e;
   md_leak_report lk;
-  memset(&lk, 0xA5, sizeof lk);
+  memset(&lk, MDC__POISON_BYTE, sizeof lk);
   md_status st = r->drv->close_client(c->dev, c->client, &lk);
   if (st == MD_NONE) {
     pthread_mutex_lock(&r->lock);
@@ -260,9 +261,11 @@ static int h_close_client(call_ctx *c) {
     if (!json_object_get(e->leaks, keys[i])) continue;
     mdc__get_u64(w, e->leaks, keys[i], 0, 0, UINT64_MAX, &want);
     if (want != got[i]) {
-      char ex[64], ac[64];
+      char ex[64], ac[128];
+      int untouched = i < 3 ? got[i] == MDC__POISON32 : got[i] == MDC__POISON64;
       snprintf(ex, sizeof ex, "leaks.%s = %" PRIu64, keys[i], want);
-      snprintf(ac, sizeof ac, "leaks.%s = %" PRIu64, keys[i], got[i]);
+      snprintf(ac, sizeof ac, "leaks.%s = %" PRIu64 "%s", keys[i], got[i],
+               untouched ? " (not written by the driver: mdc's 0xA5 fill)" : "");
       return mdc__fail(r, w, ex, ac, "%s, expected %s", ac, ex);
     }
   }
@@ -357,12 +360,12 @@ static int run_judged(call_ctx *c, uint64_t prepared, const md_request *req, uin
   if (mdc__get_u64(c->w, c->ev, mdc_args[MDC_A_N_SHAPES].key, 0, def_shapes, MDC__MAX_SHAPES, &ns)) return -1;
   md_output_shape *sh = mdc__arena_alloc(c->a, sizeof *sh, ns ? ns : 1);
   if (!sh) return mdc__terr(c->w, "out of memory");
-  memset(sh, 0xA5, sizeof *sh * (ns ? ns : 1));
+  memset(sh, MDC__POISON_BYTE, sizeof *sh * (ns ? ns : 1));
   md_timing tm = {0, 0};
   md_status st = req ? r->drv->execute(c->dev, c->client, prepared, req, sh, (uint32_t)ns, &tm)
                      : r->drv->wait_event(c->dev, c->client, event, timeout, sh, (uint32_t)ns, &tm);
   int rc = mdc__judge_status(r, c->w, c->e, st, c->dev);
-  return rc ? rc : mdc__judge_outputs(r, c->w, c->e, st, sh, (uint32_t)ns, &tm);
+  return rc ? rc : mdc__judge_outputs(r, c->w, c->e, st, sh, (uint32_t)ns, def_shapes, &tm);
 }
 
 static int h_execute(call_ctx *c) {

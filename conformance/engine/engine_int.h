@@ -26,6 +26,12 @@
 #define MDC__MAX_BLOCK_EVENTS 10000u
 #define MDC__MAX_SHAPES 4096u
 
+/* What mdc fills the driver's out-parameters with before a call, so a value the driver never
+ * wrote is recognised and reported as such: 0xA5 bytes (shapes, leak reports). */
+#define MDC__POISON_BYTE 0xA5
+#define MDC__POISON32 0xA5A5A5A5u
+#define MDC__POISON64 0xA5A5A5A5A5A5A5A5ull
+
 /* Where an event comes from, and the trace error it raised. */
 typedef struct mdc__where {
   const char *path;
@@ -160,9 +166,11 @@ int mdc__request_build(mdc__where *w, mdc__names *t, json_t *obj, int strict, in
 typedef struct mdc__verdict {
   mdc_verdict verdict;   /* PASS while nothing went wrong */
   uint32_t line;
+  char event[32];
   char message[1024];
   char expected[512];
   char actual[512];
+  char driver_message[512];
 } mdc__verdict;
 
 /* Compares a pool region with expected values; on mismatch fills exp/act/msg and returns 1. */
@@ -186,6 +194,7 @@ typedef struct mdc__run {
   const md_driver *drv;
   const char *path;
   const char *config;    /* the replay's config keys (merged into the first open_device) */
+  const mdc_trace_opts *opts;  /* progress page and verbose log (never NULL) */
   int strict;            /* the trace is at this reader's minor: unknown fields are errors */
   mdc_trace_header hdr;
   mdc__names names;
@@ -208,13 +217,18 @@ typedef struct mdc__run {
 } mdc__run;
 
 /* replay.c */
-/* Records the first verdict other than Pass (a trace error replaces an earlier Fail) and stops
- * the run. Thread-safe. */
-void mdc__record(mdc__run *r, mdc_verdict verdict, uint32_t line, const char *msg, const char *exp,
-                 const char *act);
+/* Records the first verdict other than Pass (a trace error replaces an earlier Fail) for the
+ * event at w, and stops the run. Thread-safe. */
+void mdc__record(mdc__run *r, mdc_verdict verdict, const mdc__where *w, const char *msg,
+                 const char *exp, const char *act);
 /* A Fail at the event of w: "path:line: op: <fmt>". Returns 1. */
 int mdc__fail(mdc__run *r, mdc__where *w, const char *exp, const char *act, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+/* The same for a call whose driver said drv_msg (its last_error, kept with the verdict). */
+int mdc__fail_call(mdc__run *r, mdc__where *w, const char *drv_msg, const char *exp, const char *act,
+                   const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* The verbose log, when the replay has one (NULL otherwise). */
+static inline FILE *mdc__verbose(const mdc__run *r) { return r->opts->verbose; }
 /* Appends item to a growing array of pointers; -1 on out of memory (nothing changed). */
 int mdc__push(void *arrp, size_t *n, size_t *cap, void *item);
 /* Hands m to the run, which frees it at the end; on failure (out of memory) m is freed and a
@@ -226,9 +240,11 @@ int mdc__run_keep_model(mdc__run *r, mdc__where *w, mdc__model *m);
 int mdc__expect_parse(mdc__where *w, const mdc_call_desc *c, json_t *ev, int strict, mdc__expect *e);
 /* The status (one of the allowed) and message parts of every call's judgement; 0 met, 1 Fail. */
 int mdc__judge_status(mdc__run *r, mdc__where *w, const mdc__expect *e, md_status st, md_device *dev);
-/* Shapes and timing of execute/wait_event, and SPEC 4's rules for them on failure. */
+/* Shapes and timing of execute/wait_event (n shapes given, n_outputs outputs in the request),
+ * and SPEC 4's rules for them: a shape for every output on success and on
+ * OUTPUT_INSUFFICIENT_SIZE, none and no timing on every other failure. */
 int mdc__judge_outputs(mdc__run *r, mdc__where *w, const mdc__expect *e, md_status st,
-                       const md_output_shape *sh, uint32_t n, const md_timing *tm);
+                       const md_output_shape *sh, uint32_t n, uint32_t n_outputs, const md_timing *tm);
 
 /* args.c: a call's arguments, resolved from the trace. */
 int mdc__arg_client(mdc__run *r, mdc__where *w, json_t *ev, uint64_t *client, md_device **hint);

@@ -110,16 +110,17 @@ int mdc__judge_status(mdc__run *r, mdc__where *w, const mdc__expect *e, md_statu
     if (e->allowed[i] == st) ok = 1;
   const char *le = st != MD_NONE ? r->drv->last_error(dev) : "";
   if (!le) le = "(null)";
+  if (mdc__verbose(r)) fprintf(mdc__verbose(r), "  -> %s%s%s%s\n", mdc__status_name(st), st ? " \"" : "", st ? le : "", st ? "\"" : "");
   if (!ok) {
     char exp[256];
     allowed_str(e, exp, sizeof exp);
     if (st != MD_NONE)
-      return mdc__fail(r, w, exp, mdc__status_name(st), "status %s, expected %s (last_error: \"%s\")",
-                       mdc__status_name(st), exp, le);
-    return mdc__fail(r, w, exp, mdc__status_name(st), "status NONE, expected %s", exp);
+      return mdc__fail_call(r, w, le, exp, mdc__status_name(st), "status %s, expected %s (last_error: \"%s\")",
+                            mdc__status_name(st), exp, le);
+    return mdc__fail_call(r, w, NULL, exp, mdc__status_name(st), "status NONE, expected %s", exp);
   }
   if (st != MD_NONE && e->message && !strstr(le, e->message))
-    return mdc__fail(r, w, e->message, le, "last_error \"%s\" does not contain \"%s\"", le, e->message);
+    return mdc__fail_call(r, w, le, e->message, le, "last_error \"%s\" does not contain \"%s\"", le, e->message);
   return 0;
 }
 
@@ -132,15 +133,22 @@ static void dims_str(const uint32_t *d, uint32_t rank, char *buf, size_t len) {
 }
 
 int mdc__judge_outputs(mdc__run *r, mdc__where *w, const mdc__expect *e, md_status st,
-                       const md_output_shape *sh, uint32_t n, const md_timing *tm) {
+                       const md_output_shape *sh, uint32_t n, uint32_t n_outputs, const md_timing *tm) {
   char exp[512], act[512];
+  /* mdc fills shapes with 0xA5 before the call: a rank that still reads so was not written. */
+  for (uint32_t i = 0; i < n && i < n_outputs; i++)
+    if (sh[i].rank == MDC__POISON32 && (st == MD_NONE || st == MD_OUTPUT_INSUFFICIENT_SIZE))
+      return mdc__fail(r, w, "a shape for every output", "shapes[i] untouched",
+                       "the driver did not write shapes[%u] (it still holds mdc's 0xA5 fill: rank %u); "
+                       "SPEC 4: a shape for every output", i, sh[i].rank);
   if (st != MD_NONE && st != MD_OUTPUT_INSUFFICIENT_SIZE) {
     /* SPEC 4: every other failure leaves no shapes and no timing. */
     for (uint32_t i = 0; i < n; i++)
       if (sh[i].rank != 0)
         return mdc__fail(r, w, "rank 0", "rank != 0",
-                         "on %s, shapes[%u] has rank %u (SPEC 4: a failure has no shapes)",
-                         mdc__status_name(st), i, sh[i].rank);
+                         "on %s, shapes[%u] has rank %u%s (SPEC 4: a failure has no shapes)",
+                         mdc__status_name(st), i, sh[i].rank,
+                         sh[i].rank == MDC__POISON32 ? ": the driver did not clear it (mdc's 0xA5 fill)" : "");
     if (tm->on_device_ns != UINT64_MAX || tm->in_driver_ns != UINT64_MAX) {
       snprintf(act, sizeof act, "on_device_ns %" PRIu64 ", in_driver_ns %" PRIu64, tm->on_device_ns,
                tm->in_driver_ns);
@@ -167,7 +175,8 @@ int mdc__judge_outputs(mdc__run *r, mdc__where *w, const mdc__expect *e, md_stat
         dims_str(sh[i].dims, got_rank, dg, sizeof dg);
         snprintf(exp, sizeof exp, "shapes[%u] = %s sufficient %d", i, dw, suff);
         snprintf(act, sizeof act, "shapes[%u] = %s%s sufficient %d", i, dg,
-                 sh[i].rank > MD_MAX_RANK ? " (rank over 8)" : "", sh[i].is_sufficient);
+                 sh[i].rank == MDC__POISON32 ? " (not written by the driver: mdc's 0xA5 fill)"
+                 : sh[i].rank > MD_MAX_RANK ? " (rank over 8)" : "", sh[i].is_sufficient);
         return mdc__fail(r, w, exp, act, "%s, expected %s", act, exp);
       }
     }

@@ -15,28 +15,52 @@
 
 /* ---- verdicts ---- */
 
-void mdc__record(mdc__run *r, mdc_verdict verdict, uint32_t line, const char *msg, const char *exp,
-                 const char *act) {
+/* Records the verdict (and, for a call, the driver's message). */
+static void record_with(mdc__run *r, mdc_verdict verdict, const mdc__where *w, const char *msg,
+                        const char *exp, const char *act, const char *drv_msg) {
   pthread_mutex_lock(&r->lock);
   if (r->v.verdict == MDC_PASS || (verdict == MDC_TRACE_ERROR && r->v.verdict != MDC_TRACE_ERROR)) {
     r->v.verdict = verdict;
-    r->v.line = line;
+    r->v.line = w->line;
+    snprintf(r->v.event, sizeof r->v.event, "%s", w->op ? w->op : "");
     snprintf(r->v.message, sizeof r->v.message, "%s", msg);
     snprintf(r->v.expected, sizeof r->v.expected, "%s", exp ? exp : "");
     snprintf(r->v.actual, sizeof r->v.actual, "%s", act ? act : "");
+    snprintf(r->v.driver_message, sizeof r->v.driver_message, "%s", drv_msg ? drv_msg : "");
   }
   pthread_mutex_unlock(&r->lock);
   atomic_store(&r->stop, 1);
 }
 
-int mdc__fail(mdc__run *r, mdc__where *w, const char *exp, const char *act, const char *fmt, ...) {
+void mdc__record(mdc__run *r, mdc_verdict verdict, const mdc__where *w, const char *msg,
+                 const char *exp, const char *act) {
+  record_with(r, verdict, w, msg, exp, act, NULL);
+}
+
+static int failv(mdc__run *r, mdc__where *w, const char *drv_msg, const char *exp, const char *act,
+                 const char *fmt, va_list ap) {
   char msg[1024];
   int n = snprintf(msg, sizeof msg, "%s:%u: %s: ", w->path, w->line, w->op);
+  if (n >= 0 && (size_t)n < sizeof msg) vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+  record_with(r, MDC_FAIL, w, msg, exp, act, drv_msg);
+  if (mdc__verbose(r)) fprintf(mdc__verbose(r), "  FAIL %s\n", msg);
+  return 1;
+}
+
+int mdc__fail(mdc__run *r, mdc__where *w, const char *exp, const char *act, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  if (n >= 0 && (size_t)n < sizeof msg) vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+  failv(r, w, NULL, exp, act, fmt, ap);
   va_end(ap);
-  mdc__record(r, MDC_FAIL, w->line, msg, exp, act);
+  return 1;
+}
+
+int mdc__fail_call(mdc__run *r, mdc__where *w, const char *drv_msg, const char *exp, const char *act,
+                   const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  failv(r, w, drv_msg, exp, act, fmt, ap);
+  va_end(ap);
   return 1;
 }
 
@@ -119,6 +143,18 @@ int mdc__op_check(mdc__run *r, mdc__where *w, json_t *ev, int in_block, uint32_t
 
 int mdc__op_exec(mdc__run *r, mdc__where *w, const mdc__op *op, json_t *ev) {
   atomic_fetch_add(&r->events, 1);
+  const mdc_trace_opts *o = r->opts;
+  if (o->line) *o->line = w->line;
+  if (o->op && o->op_len) {
+    size_t i = 0;
+    for (; op->name[i] && i + 1 < o->op_len; i++) o->op[i] = op->name[i];
+    o->op[i] = '\0';
+  }
+  if (o->verbose) {
+    char *args = json_dumps(ev, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    fprintf(o->verbose, "%s:%u: %s %s\n", w->path, w->line, op->name, args ? args : "");
+    free(args);
+  }
   if (op->call) return mdc__call_run(r, w, op->call, ev);
   if (!op->event->run) return mdc__terr(w, "internal: '%s' is not run on its own", op->name);
   return op->event->run(r, w, ev);
@@ -133,6 +169,15 @@ static void init_sodium(void) {
 
 mdc_verdict mdc_trace_run(const md_driver *drv, const char *path, const char *config,
                           mdc_result *out) {
+  mdc_trace_opts o = {.config = config};
+  return mdc_trace_run_opts(drv, path, &o, out);
+}
+
+mdc_verdict mdc_trace_run_opts(const md_driver *drv, const char *path, const mdc_trace_opts *opts,
+                               mdc_result *out) {
+  static const mdc_trace_opts none = {0};
+  if (!opts) opts = &none;
+  const char *config = opts->config;
   memset(out, 0, sizeof *out);
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, init_sodium);
@@ -141,6 +186,7 @@ mdc_verdict mdc_trace_run(const md_driver *drv, const char *path, const char *co
   r.drv = drv;
   r.path = path;
   r.config = config && *config ? config : NULL;
+  r.opts = opts;
   pthread_mutex_init(&r.lock, NULL);
   mdc__names_init(&r.names);
   mdc__where w = {.path = path, .line = 0, .op = "trace"};
@@ -148,11 +194,11 @@ mdc_verdict mdc_trace_run(const md_driver *drv, const char *path, const char *co
   json_t *ev = NULL;
   if (!drv) {
     mdc__terr(&w, "no driver");
-    mdc__record(&r, MDC_TRACE_ERROR, 0, w.msg, NULL, NULL);
+    mdc__record(&r, MDC_TRACE_ERROR, &w, w.msg, NULL, NULL);
     goto done;
   }
   if (mdc__reader_open(&rd, path, &w)) {
-    mdc__record(&r, MDC_TRACE_ERROR, 0, w.msg, NULL, NULL);
+    mdc__record(&r, MDC_TRACE_ERROR, &w, w.msg, NULL, NULL);
     goto done;
   }
   int got = mdc__reader_next(&rd, &w, &ev);
@@ -162,7 +208,7 @@ mdc_verdict mdc_trace_run(const md_driver *drv, const char *path, const char *co
     mdc__terr(&w, "no header: the trace is empty");
   }
   if (got <= 0 || mdc__header_parse(&w, ev, &r.hdr)) {
-    mdc__record(&r, MDC_TRACE_ERROR, w.line, w.msg, NULL, NULL);
+    mdc__record(&r, MDC_TRACE_ERROR, &w, w.msg, NULL, NULL);
     goto close;
   }
   json_decref(ev);
@@ -189,7 +235,7 @@ mdc_verdict mdc_trace_run(const md_driver *drv, const char *path, const char *co
       break;
     }
   }
-  if (got < 0 || terr) mdc__record(&r, MDC_TRACE_ERROR, w.line, w.msg, NULL, NULL);
+  if (got < 0 || terr) mdc__record(&r, MDC_TRACE_ERROR, &w, w.msg, NULL, NULL);
 close:
   json_decref(ev);
   mdc__reader_close(&rd);
@@ -205,5 +251,8 @@ done:
   snprintf(out->message, sizeof out->message, "%s", r.v.message);
   snprintf(out->expected, sizeof out->expected, "%s", r.v.expected);
   snprintf(out->actual, sizeof out->actual, "%s", r.v.actual);
+  snprintf(out->event, sizeof out->event, "%s", r.v.event);
+  snprintf(out->driver_message, sizeof out->driver_message, "%s", r.v.driver_message);
+  if (out->verdict == MDC_FAIL) snprintf(out->rule, sizeof out->rule, "%.511s", r.hdr.rules);
   return out->verdict;
 }

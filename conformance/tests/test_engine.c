@@ -219,6 +219,20 @@ static md_status execute_leaves_timing(md_device *d, md_handle c, md_handle p, c
   return st;
 }
 
+static md_status execute_writes_no_shape(md_device *d, md_handle c, md_handle p, const md_request *r,
+                                         md_output_shape *shapes, uint32_t n, md_timing *t) {
+  md_output_shape keep[4];
+  if (n) memcpy(keep, shapes, sizeof keep[0]); /* what mdc put there */
+  md_status st = real->execute(d, c, p, r, shapes, n, t);
+  if (n) shapes[0] = keep[0]; /* as if the driver never wrote shapes[0] */
+  return st;
+}
+
+static md_status close_client_writes_no_report(md_device *d, md_handle c, md_leak_report *l) {
+  return real->close_client(d, c, NULL);
+  (void)l;
+}
+
 static md_status count_close_client(md_device *d, md_handle c, md_leak_report *l) {
   closed_clients++;
   return real->close_client(d, c, l);
@@ -262,6 +276,55 @@ Test(engine, failure_with_a_timing_breaks_spec4) {
   cr_assert_eq(v, MDC_FAIL, "%s %s", mdc_verdict_name(v), res.message);
   cr_assert_eq(res.line, 9);
   cr_assert(strstr(res.message, "in_driver_ns 5"), "%s", res.message);
+}
+
+/* A value mdc filled in itself (0xA5) is shown as such, not as the driver's. */
+Test(engine, an_unwritten_shape_is_named_as_unwritten) {
+  wrap();
+  fake.execute = execute_writes_no_shape;
+  mdc_result res;
+  mdc_verdict v = mdc_trace_run(&fake, T("good", "basic_add.jsonl"), NULL, &res);
+  cr_assert_eq(v, MDC_FAIL, "%s %s", mdc_verdict_name(v), res.message);
+  cr_expect(strstr(res.message, "the driver did not write shapes[0]"), "%s", res.message);
+  cr_expect(strstr(res.message, "SPEC 4"), "%s", res.message);
+  cr_expect_str_eq(res.event, "execute");
+  cr_expect(res.rule[0], "a Fail names the rules the trace pins");
+}
+
+Test(engine, an_unwritten_leak_report_is_named_as_unwritten) {
+  wrap();
+  fake.close_client = close_client_writes_no_report;
+  mdc_result res;
+  mdc_verdict v = mdc_trace_run(&fake, T("good", "spec_rules.jsonl"), NULL, &res);
+  cr_assert_eq(v, MDC_FAIL, "%s %s", mdc_verdict_name(v), res.message);
+  cr_expect(strstr(res.actual, "not written by the driver"), "%s | %s", res.message, res.actual);
+  cr_expect_str_eq(res.event, "close_client");
+}
+
+Test(engine, a_failed_call_keeps_the_drivers_message_and_the_rules) {
+  mdc_result res;
+  mdc_verdict v = mdc_trace_run(ref(), T("fail", "wrong_status.jsonl"), NULL, &res);
+  cr_assert_eq(v, MDC_FAIL, "%s", res.message);
+  cr_expect(res.event[0], "event named");
+  cr_expect(res.rule[0], "rules named");
+}
+
+/* The progress page (where a crash happened) and the verbose log (mdc replay -v). */
+Test(engine, progress_and_verbose_log_follow_the_events) {
+  volatile uint32_t line = 0;
+  volatile char op[32] = {0};
+  char *log = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&log, &len);
+  mdc_trace_opts o = {.line = &line, .op = op, .op_len = sizeof op, .verbose = f};
+  mdc_result res;
+  cr_assert_eq(mdc_trace_run_opts(ref(), T("good", "basic_add.jsonl"), &o, &res), MDC_PASS, "%s", res.message);
+  fclose(f);
+  cr_expect_gt(line, 1u);
+  cr_expect_str_eq((const char *)op, "close_device");
+  cr_expect(strstr(log, ": execute {"), "%s", log);
+  cr_expect(strstr(log, "  -> NONE"), "%s", log);
+  free(log);
 }
 
 Test(engine, what_the_trace_left_open_is_closed) {

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "md/driver.h"
 
 #ifdef __cplusplus
@@ -46,7 +47,19 @@ typedef struct mdc_result {
   char message[1024];     /* "path:line: op: what went wrong", "" on Pass */
   char expected[512];     /* mismatch details, "" when not a mismatch */
   char actual[512];
+  char event[32];         /* the op of the event the verdict is about ("" when none) */
+  char rule[512];         /* on Fail: the SPEC rules the trace pins (its header's `rules`) */
+  char driver_message[512]; /* on Fail of a call: the driver's last_error for it ("" if none) */
 } mdc_result;
+
+/* What a replay may be told besides the driver and the trace; zero fields are off. */
+typedef struct mdc_trace_opts {
+  const char *config;         /* the replay's config keys, as mdc_trace_run's `config` */
+  volatile uint32_t *line;    /* set before each event to its line (for a crash or hang report) */
+  volatile char *op;          /* and to its op, NUL-terminated in op_len bytes */
+  size_t op_len;
+  FILE *verbose;              /* each event as it runs, its arguments, each call's status and message */
+} mdc_trace_opts;
 
 /* Reads only the header line. 0 on success; -1 with a message naming file and line in err. */
 int mdc_trace_read_header(const char *path, mdc_trace_header *out, char *err, size_t errlen);
@@ -56,6 +69,9 @@ int mdc_trace_read_header(const char *path, mdc_trace_header *out, char *err, si
  * Always fills *out; returns out->verdict. Never exits or aborts on bad input. */
 mdc_verdict mdc_trace_run(const md_driver *drv, const char *path, const char *config,
                           mdc_result *out);
+/* The same with options (o may be NULL). */
+mdc_verdict mdc_trace_run_opts(const md_driver *drv, const char *path, const mdc_trace_opts *o,
+                               mdc_result *out);
 
 /* Loads a driver shared object (NULL: the reference driver linked into this program, when it
  * is) and returns its table for ABI v1; NULL with a message in err. *dl gets the dlopen handle
