@@ -175,9 +175,13 @@ int mdc__pool_bad(mdc__where *w, json_t *ev, mdc__pool **out) {
   if (!fdv) {
     p->mem.fd = -1;
   } else if (json_is_integer(fdv)) {
-    if (json_integer_value(fdv) < INT32_MIN || json_integer_value(fdv) > INT32_MAX) {
+    /* A trace names only descriptors it made: a number that could be open would reach whatever
+     * the replayer holds there (a results store, another case's pipe). */
+    if (json_integer_value(fdv) < INT32_MIN || json_integer_value(fdv) >= 0) {
+      long long v = (long long)json_integer_value(fdv);
       mdc__pool_free(p);
-      return mdc__terr(w, "'fd' does not fit an int");
+      return mdc__terr(w, "'fd' %lld: a trace may only name descriptors it made: a negative number, "
+                          "\"closed\" (an fd number that is not open) or \"pipe\"", v);
     }
     p->mem.fd = (int)json_integer_value(fdv);
   } else if (json_is_string(fdv) && strcmp(json_string_value(fdv), "closed") == 0) {
@@ -191,7 +195,7 @@ int mdc__pool_bad(mdc__where *w, json_t *ev, mdc__pool **out) {
     p->mem.fd = p->fds[0];
   } else {
     mdc__pool_free(p);
-    return mdc__terr(w, "'fd' must be a number, \"closed\" or \"pipe\"");
+    return mdc__terr(w, "'fd' must be a negative number, \"closed\" or \"pipe\"");
   }
   *out = p;
   return 0;

@@ -252,6 +252,12 @@ int mdc_cli__parse_int(const char *s, long lo, long hi, long *out) {
 
 int mdc_cli__baseline_load(const char *path, mdc_cli__baseline *out, char *err, size_t errlen) {
   memset(out, 0, sizeof *out);
+  struct stat st;
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    snprintf(err, errlen, "baseline '%s' is not a regular file (%s): it is a list of trace names",
+             path, S_ISDIR(st.st_mode) ? "a folder" : file_kind(st.st_mode));
+    return -1;
+  }
   FILE *f = fopen(path, "r");
   if (!f) {
     snprintf(err, errlen, "cannot read baseline '%s': %s", path, strerror(errno));
@@ -283,6 +289,17 @@ int mdc_cli__baseline_has(const mdc_cli__baseline *b, const char *name) {
   for (size_t i = 0; b && i < b->n; i++)
     if (strcmp(b->names[i], name) == 0) return 1;
   return 0;
+}
+
+size_t mdc_cli__terminal_safe(const char *s, char *out, size_t len) {
+  size_t n = 0;
+  if (!len) return 0;
+  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p && n + 5 < len; p++) {
+    if (*p < 0x20 || *p == 0x7f) n += (size_t)snprintf(out + n, len - n, "\\x%02x", *p);
+    else out[n++] = (char)*p;
+  }
+  out[n] = '\0';
+  return n;
 }
 
 void mdc_cli__baseline_free(mdc_cli__baseline *b) {

@@ -11,7 +11,8 @@ static void usage(FILE *f) {
           "  replay [options] PATH...          replay traces against a driver, each in its own process\n"
           "  record --out FILE [...] -- PROG   record a workload's driver calls as a trace\n"
           "  mutants [options]                 build the reference driver's mutants, print the kill matrix\n"
-          "  db merge OUT IN...                merge results stores (idempotent)\n\n"
+          "  db merge OUT IN...                merge results stores (idempotent)\n"
+          "  --version                         mdc's version, trace format, results schema and driver ABI\n\n"
           "exit status: 0 success, 1 unexpected results, 2 bad usage or input, 3 results store error\n");
 }
 
@@ -60,6 +61,14 @@ int main(int argc, char **argv) {
     usage(stdout);
     return MDC_EXIT_OK;
   }
+  if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+    printf("mdc %s (trace format %d.%d, results schema %d, driver ABI %u)\n", MDC_VERSION, MDC_TRACE_MAJOR,
+           MDC_TRACE_MINOR, MDC_STORE_SCHEMA_VERSION, (unsigned)MD_DRIVER_ABI_VERSION);
+    return MDC_EXIT_OK;
+  }
+  /* Whatever a driver under test forks comes back to mdc if it leaves its case's process group,
+   * so mdc can kill it: nothing a case starts outlives mdc. */
+  mdc_cli__become_subreaper();
   if (!strcmp(cmd, "replay")) return mdc_cli__cmd_replay(argc - 1, argv + 1);
   if (!strcmp(cmd, "record")) return mdc_cli__cmd_record(argc - 1, argv + 1);
   if (!strcmp(cmd, "mutants")) return mdc_cli__cmd_mutants(argc - 1, argv + 1);

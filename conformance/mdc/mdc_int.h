@@ -1,6 +1,7 @@
 /* mdc_int.h - private to the mdc command-line tool (conformance/mdc/): the case statuses, the
  * replay run that `mdc replay` and `mdc mutants` share, and the helpers between the files.
  *   mdc.c         : main, the command table, `mdc db merge`
+ *   child.c       : isolated children: process groups, closed fds, pidfd waits, kills
  *   corpus.c      : trace discovery, shard hashing, baseline files, option values
  *   replay.c      : `mdc replay`: cases in forked children, the store, summary and JSON
  *   record_cmd.c  : `mdc record`: a workload run through the recording driver
@@ -10,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "mdc/engine.h"
 
@@ -37,6 +39,51 @@ typedef enum mdc_status {
 
 const char *mdc_cli__status_name(mdc_status s);
 int mdc_cli__status_unexpected(mdc_status s);
+
+/* ---- child.c ------------------------------------------------------------------------------- */
+
+/* What a child shows the parent (shared memory, not a descriptor): the line and op of the event
+ * it started last, so a crash or a hang can say where, and at the end its result. */
+typedef struct mdc_cli__page {
+  volatile uint32_t line;
+  volatile char op[32];
+  _Atomic uint32_t result_len;   /* set last: the result is complete */
+  unsigned char result[];
+} mdc_cli__page;
+
+typedef struct mdc_cli__child {
+  pid_t pid;            /* 0 in the child */
+  int pidfd;            /* parent: readable when the child exits (-1: no pidfd here) */
+  mdc_cli__page *page;  /* shared with the child */
+  size_t page_len;
+  double t0, deadline;
+  int reaped, status, timed_out;
+  uint32_t line;        /* after mdc_cli__child_end: the page's last line and op */
+  char op[32];
+} mdc_cli__child;
+
+double mdc_cli__now(void);                                   /* CLOCK_MONOTONIC seconds */
+void mdc_cli__write_all(int fd, const void *buf, size_t n);
+void mdc_cli__describe_exit(int st, char *out, size_t n);    /* "killed by signal SIGABRT (...)" */
+/* Makes mdc the reaper of every descendant (orphans come back to it; mdc_cli__reap_all). */
+void mdc_cli__become_subreaper(void);
+/* Forks a child in its own process group with only stdin, stdout (= stderr) and stderr open and
+ * a page of result_len bytes for its result. Returns 1 in the parent, 0 in the child (which
+ * reports with mdc_cli__child_report and _exits), -1 when it cannot (errno set). */
+int mdc_cli__child_start(mdc_cli__child *c, size_t result_len, double deadline);
+/* In the child: publishes its result (at most result_len bytes). */
+void mdc_cli__child_report(mdc_cli__child *c, const void *res, size_t len);
+/* The descriptor to poll for the child's exit (a pidfd), or -1 (then poll at most
+ * mdc_cli__child_poll_ms milliseconds at a time). */
+int mdc_cli__child_poll_fd(const mdc_cli__child *c);
+int mdc_cli__child_poll_ms(const mdc_cli__child *c);
+/* 1 when the case is over (the child exited, or the deadline passed: c->timed_out), else 0. */
+int mdc_cli__child_step(mdc_cli__child *c, double now);
+/* Kills the child's process group, reaps the child, reads the page (line, op) and copies the
+ * result it reported into res (at most len bytes); returns the result's length (0: none). */
+size_t mdc_cli__child_end(mdc_cli__child *c, void *res, size_t len);
+/* Kills and reaps every child mdc still has (descendants that left their group included). */
+void mdc_cli__reap_all(void);
 
 /* ---- corpus.c ------------------------------------------------------------------------------ */
 
@@ -69,6 +116,10 @@ int mdc_cli__baseline_load(const char *path, mdc_cli__baseline *out, char *err, 
 int mdc_cli__baseline_has(const mdc_cli__baseline *b, const char *name);
 void mdc_cli__baseline_free(mdc_cli__baseline *b);
 
+/* s with control characters written as \xNN, so a trace name or a driver's message cannot
+ * move the cursor or recolour a terminal. Returns the length written. */
+size_t mdc_cli__terminal_safe(const char *s, char *out, size_t len);
+
 /* mkdir -p of the folder that holds path (nothing for a bare file name). 0 or -1 (errno). */
 int mdc_cli__mkdir_parent(const char *path);
 
@@ -84,6 +135,7 @@ typedef struct mdc_cli__replay_opts {
   uint32_t shard_i, shard_n;
   int jobs;
   int json, quiet, rerun_failures;
+  int verbose;               /* each event of each case on stderr (mdc replay -v) */
   int silence_children;      /* children's stdout/stderr to /dev/null (mutants) */
   const char *const *paths;
   size_t n_paths;

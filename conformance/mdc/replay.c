@@ -17,40 +17,15 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "mdc/store.h"
 #include "md/config.h"
+#include "md/status.h"
 #include "mdc_int.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* Writes all of buf (a pipe's reader may take it in pieces). */
-static void write_all(int fd, const void *buf, size_t n) {
-  const char *p = buf;
-  while (n) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return;
-    p += w;
-    n -= (size_t)w;
-  }
-}
-
-/* In a new child: it dies with the parent (a killed `mdc` leaves no orphan running a driver),
- * and its stdout goes to stderr so a driver's prints never mix into --json. */
-static void child_setup(pid_t parent) {
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent) _exit(127);
-  dup2(STDERR_FILENO, STDOUT_FILENO);
-  signal(SIGPIPE, SIG_DFL);
-}
 
 /* ---- the driver probe: load the driver and ask its capabilities, in a child ---------------- */
 
@@ -61,69 +36,18 @@ typedef struct probe_msg {
   md_capabilities caps;
 } probe_msg;
 
-static pid_t fork_child(int *rfd) {
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) != 0) return -1;
-  fflush(NULL);
-  pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid < 0) {
-    close(p[0]);
-    close(p[1]);
-    return -1;
-  }
-  if (pid == 0) {
-    close(p[0]);
-    child_setup(parent);
-    *rfd = p[1];
-    return 0;
-  }
-  close(p[1]);
-  *rfd = p[0];
-  return pid;
-}
-
-/* Reads up to n bytes from fd until EOF or the deadline; the count read, -1 on timeout. */
-static ssize_t read_until(int fd, void *buf, size_t n, double deadline) {
-  size_t got = 0;
-  for (;;) {
-    double left = deadline - now_s();
-    if (left <= 0) return -1;
-    struct pollfd pfd = {.fd = fd, .events = POLLIN};
-    int r = poll(&pfd, 1, (int)ceil(left * 1000));
-    if (r < 0 && errno == EINTR) continue;
-    if (r == 0) return -1;
-    char tmp[4096];
-    ssize_t k = read(fd, got < n ? (char *)buf + got : tmp, got < n ? n - got : sizeof tmp);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return (ssize_t)got;
-    if (got < n) got += (size_t)k;
-  }
-}
-
-static void describe_exit(int st, char *out, size_t n) {
-  if (WIFSIGNALED(st)) {
-    const char *abbrev = sigabbrev_np(WTERMSIG(st));
-    snprintf(out, n, "killed by signal SIG%s (%s)", abbrev ? abbrev : "?", strsignal(WTERMSIG(st)));
-  } else if (WIFEXITED(st)) {
-    snprintf(out, n, "exited with status %d before reporting a result", WEXITSTATUS(st));
-  } else {
-    snprintf(out, n, "ended with wait status 0x%x", st);
-  }
-}
-
 /* 0 when the driver loaded (*m filled; m->opened says whether open_device worked); -1 with a
  * message in err when it could not be loaded or the probe crashed or hung. */
 static int probe(const char *driver, const char *config, double timeout_s, probe_msg *m, char *err,
                  size_t errlen) {
   memset(m, 0, sizeof *m);
-  int fd;
-  pid_t pid = fork_child(&fd);
-  if (pid < 0) {
+  mdc_cli__child ch;
+  int in_parent = mdc_cli__child_start(&ch, sizeof *m, mdc_cli__now() + timeout_s);
+  if (in_parent < 0) {
     snprintf(err, errlen, "fork: %s", strerror(errno));
     return -1;
   }
-  if (pid == 0) {
+  if (!in_parent) {
     probe_msg r;
     memset(&r, 0, sizeof r);
     void *dl = NULL;
@@ -137,28 +61,32 @@ static int probe(const char *driver, const char *config, double timeout_s, probe
       if (st == MD_NONE && dev) {
         r.caps.struct_size = sizeof r.caps;
         if (d->get_capabilities(dev, &r.caps) == MD_NONE) r.opened = 1;
-        else snprintf(r.err, sizeof r.err, "get_capabilities failed: %s", d->last_error(dev));
+        else snprintf(r.err, sizeof r.err, "get_capabilities failed: %.400s", d->last_error(dev));
         d->close_device(dev);
       } else {
-        snprintf(r.err, sizeof r.err, "open_device(\"%.200s\") returned status %d: %.250s", config, (int)st,
-                 d->last_error(NULL));
+        snprintf(r.err, sizeof r.err, "open_device(\"%.200s\") returned %s: %.250s", config,
+                 md_status_name(st), d->last_error(NULL));
       }
     }
-    write_all(fd, &r, sizeof r);
+    mdc_cli__child_report(&ch, &r, sizeof r);
     _exit(0);
   }
-  ssize_t got = read_until(fd, m, sizeof *m, now_s() + timeout_s);
-  close(fd);
-  if (got < 0) kill(pid, SIGKILL);
-  int st = 0;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
-  if (got < 0) {
+  while (!mdc_cli__child_step(&ch, mdc_cli__now())) {
+    struct pollfd pf = {.fd = mdc_cli__child_poll_fd(&ch), .events = POLLIN};
+    double left = ch.deadline - mdc_cli__now();
+    int ms = left <= 0 ? 0 : (int)ceil(left * 1000);
+    int cap = mdc_cli__child_poll_ms(&ch);
+    if (cap >= 0 && cap < ms) ms = cap;
+    poll(&pf, 1, ms);
+  }
+  size_t got = mdc_cli__child_end(&ch, m, sizeof *m);
+  if (ch.timed_out) {
     snprintf(err, errlen, "loading the driver and opening a device took more than %g s", timeout_s);
     return -1;
   }
-  if (got != (ssize_t)sizeof *m) {
+  if (got != sizeof *m) {
     char why[160];
-    describe_exit(st, why, sizeof why);
+    mdc_cli__describe_exit(ch.status, why, sizeof why);
     snprintf(err, errlen, "the driver probe %s", why);
     return -1;
   }
@@ -174,61 +102,57 @@ static int probe(const char *driver, const char *config, double timeout_s, probe
 
 typedef struct slot {
   size_t ci;       /* case index */
-  pid_t pid;
-  int fd;
-  double t0, deadline;
+  mdc_cli__child ch;
   mdc_result res;
-  size_t got;
 } slot;
 
 static int start_case(const mdc_cli__replay_opts *o, mdc_cli__case *c, size_t ci, slot *s) {
-  int fd;
-  pid_t pid = fork_child(&fd);
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    if (o->silence_children) {
-      int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-      if (null >= 0) dup2(null, STDOUT_FILENO), dup2(null, STDERR_FILENO);
-    }
-    mdc_result r;
-    memset(&r, 0, sizeof r);
-    void *dl = NULL;
-    char err[512];
-    const md_driver *d = mdc_driver_load(o->driver, &dl, err, sizeof err);
-    if (!d) {
-      r.verdict = MDC_FAIL;
-      snprintf(r.message, sizeof r.message, "driver: %s", err);
-    } else {
-      mdc_trace_run(d, c->path, o->config, &r);
-    }
-    write_all(fd, &r, sizeof r);
-    _exit(0);
-  }
   memset(s, 0, sizeof *s);
   s->ci = ci;
-  s->pid = pid;
-  s->fd = fd;
-  s->t0 = now_s();
-  s->deadline = s->t0 + o->timeout_s;
-  return 0;
+  int in_parent = mdc_cli__child_start(&s->ch, sizeof s->res, mdc_cli__now() + o->timeout_s);
+  if (in_parent < 0) return -1;
+  if (in_parent) return 0;
+  if (o->silence_children) {
+    int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (null >= 0) dup2(null, STDOUT_FILENO), dup2(null, STDERR_FILENO);
+  }
+  mdc_result r;
+  memset(&r, 0, sizeof r);
+  void *dl = NULL;
+  char err[512];
+  const md_driver *d = mdc_driver_load(o->driver, &dl, err, sizeof err);
+  if (!d) {
+    r.verdict = MDC_FAIL;
+    snprintf(r.message, sizeof r.message, "driver: %s", err);
+  } else {
+    mdc_trace_opts to = {.config = o->config, .line = &s->ch.page->line, .op = s->ch.page->op,
+                         .op_len = sizeof s->ch.page->op, .verbose = o->verbose ? stderr : NULL};
+    mdc_trace_run_opts(d, c->path, &to, &r);
+  }
+  mdc_cli__child_report(&s->ch, &r, sizeof r);
+  _exit(0);
 }
 
-/* The child ended (EOF on its pipe) or ran out of time (timed_out): reap it and say what
- * happened. */
-static mdc_status finish_case(slot *s, int timed_out, double timeout_s, mdc_result *r) {
-  if (timed_out) kill(s->pid, SIGKILL);
-  close(s->fd);
-  int st = 0;
-  while (waitpid(s->pid, &st, 0) < 0 && errno == EINTR) {}
+/* The child ended, or ran out of time: kill its group, reap it and say what happened. A crash
+ * or a timeout names the event that was running (the child's progress page). */
+static mdc_status finish_case(slot *s, double timeout_s, mdc_result *r) {
+  size_t got = mdc_cli__child_end(&s->ch, &s->res, sizeof s->res);
   memset(r, 0, sizeof *r);
-  if (timed_out) {
+  char where[128] = "";
+  if (s->ch.line)
+    snprintf(where, sizeof where, " at line %u (%s)", s->ch.line, s->ch.op[0] ? s->ch.op : "?");
+  if (s->ch.timed_out) {
     r->verdict = MDC_FAIL;
-    snprintf(r->message, sizeof r->message, "no result after %g s: killed", timeout_s);
+    r->line = s->ch.line;
+    snprintf(r->event, sizeof r->event, "%s", s->ch.op);
+    snprintf(r->message, sizeof r->message, "no result after %g s%s: killed", timeout_s, where);
     return MDC_S_TIMEOUT;
   }
-  if (s->got == sizeof s->res && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+  int st = s->ch.status;
+  if (got == sizeof s->res && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
     *r = s->res;
     r->message[sizeof r->message - 1] = r->expected[sizeof r->expected - 1] = r->actual[sizeof r->actual - 1] = 0;
+    r->event[sizeof r->event - 1] = r->rule[sizeof r->rule - 1] = r->driver_message[sizeof r->driver_message - 1] = 0;
     switch (r->verdict) {
       case MDC_PASS: return MDC_S_PASS;
       case MDC_NOT_SUPPORTED: return MDC_S_NOT_SUPPORTED;
@@ -237,7 +161,11 @@ static mdc_status finish_case(slot *s, int timed_out, double timeout_s, mdc_resu
     }
   }
   r->verdict = MDC_FAIL;
-  describe_exit(st, r->message, sizeof r->message);
+  r->line = s->ch.line;
+  snprintf(r->event, sizeof r->event, "%s", s->ch.op);
+  char why[160];
+  mdc_cli__describe_exit(st, why, sizeof why);
+  snprintf(r->message, sizeof r->message, "%s%s", why, where);
   return MDC_S_CRASH;
 }
 
@@ -245,6 +173,9 @@ static mdc_status finish_case(slot *s, int timed_out, double timeout_s, mdc_resu
 
 static void progress(const mdc_cli__run *run, size_t done, const char *current, int on) {
   if (!on) return;
+  char safe[256];
+  mdc_cli__terminal_safe(current, safe, sizeof safe);
+  current = safe;
   fprintf(stderr, "\r[%*zu/%zu] pass %u fail %u crash %u timeout %u other %u  current: %.60s\033[K",
           run->n >= 100 ? 3 : 2, done, run->n, run->count[MDC_S_PASS] + run->count[MDC_S_FLAKE],
           run->count[MDC_S_FAIL] + run->count[MDC_S_UNEXPECTED_PASS], run->count[MDC_S_CRASH],
@@ -267,7 +198,18 @@ static void summary(FILE *f, const mdc_cli__replay_opts *o, const mdc_cli__run *
     const mdc_cli__case *c = &run->cases[i];
     if (c->status == MDC_S_PASS) continue;
     if (!header) fprintf(f, "\n  not passing:\n"), header = 1;
-    fprintf(f, "  %-14s %s: %s\n", mdc_cli__status_name(c->status), c->name, c->res.message[0] ? c->res.message : "-");
+    char name[256], msg[2048];
+    mdc_cli__terminal_safe(c->name, name, sizeof name);
+    mdc_cli__terminal_safe(c->res.message[0] ? c->res.message : "-", msg, sizeof msg);
+    fprintf(f, "  %-14s %s: %s\n", mdc_cli__status_name(c->status), name, msg);
+    if (c->res.driver_message[0] && !strstr(c->res.message, c->res.driver_message)) {
+      mdc_cli__terminal_safe(c->res.driver_message, msg, sizeof msg);
+      fprintf(f, "  %-14s the driver said: %s\n", "", msg);
+    }
+    if (c->res.rule[0]) {
+      mdc_cli__terminal_safe(c->res.rule, msg, sizeof msg);
+      fprintf(f, "  %-14s rules: %s\n", "", msg);
+    }
   }
   fprintf(f, "\n%s: %u unexpected\n", run->unexpected ? "FAILED" : "OK", run->unexpected);
 }
@@ -281,6 +223,9 @@ static void print_json(const mdc_cli__replay_opts *o, const mdc_cli__run *run, i
                           c->res.message, "line", (int)c->res.line);
     if (c->res.expected[0]) json_object_set_new(j, "expected", json_string(c->res.expected));
     if (c->res.actual[0]) json_object_set_new(j, "actual", json_string(c->res.actual));
+    if (c->res.event[0]) json_object_set_new(j, "event", json_string(c->res.event));
+    if (c->res.rule[0]) json_object_set_new(j, "rule", json_string(c->res.rule));
+    if (c->res.driver_message[0]) json_object_set_new(j, "driver_message", json_string(c->res.driver_message));
     json_array_append_new(res, j);
   }
   const uint32_t *k = run->count;
@@ -321,7 +266,7 @@ static void set_status(mdc_cli__run *run, mdc_cli__case *c, mdc_status s) {
 
 int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
   memset(run, 0, sizeof *run);
-  double t_start = now_s();
+  double t_start = mdc_cli__now();
   char err[1024];
   /* --config is parsed by the driver's own parser (md/config.h) and used, stored and merged
    * into each trace in its canonical form: what the store says is what the driver ran with. */
@@ -371,6 +316,19 @@ int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
     c->case_id = -1;
   }
   free(paths.v);
+  /* A baseline entry that names no trace of this run is most likely a typo or a renamed trace:
+   * say so (it is not an error: a shard runs part of the corpus). */
+  for (size_t b = 0; b < base.n && o->shard_n <= 1 && !o->quiet; b++) {
+    int used = 0;
+    for (size_t i = 0; i < run->n && !used; i++)
+      used = strcmp(base.names[b], run->cases[i].name) == 0 || strcmp(base.names[b], run->cases[i].path) == 0;
+    if (!used) {
+      char safe[300];
+      mdc_cli__terminal_safe(base.names[b], safe, sizeof safe);
+      fprintf(stderr, "mdc replay: warning: baseline %s lists '%s', which no trace of this run is named\n",
+              o->baseline, safe);
+    }
+  }
 
   int rc = MDC_EXIT_OK;
   probe_msg pm;
@@ -392,13 +350,24 @@ int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
   int64_t run_id = -1;
   int store_ok = 1;
   if (o->db) {
+    struct stat dst;
+    if (!o->db[0]) {
+      fprintf(stderr, "mdc replay: --db '': the results store needs a file name (or --no-db)\n");
+      mdc_cli__baseline_free(&base);
+      return MDC_EXIT_STORE;
+    }
+    if (strcmp(o->db, ":memory:") != 0 && stat(o->db, &dst) == 0 && !S_ISREG(dst.st_mode)) {
+      fprintf(stderr, "mdc replay: results store '%s': not a regular file (a store is a SQLite file)\n", o->db);
+      mdc_cli__baseline_free(&base);
+      return MDC_EXIT_STORE;
+    }
     if (strcmp(o->db, ":memory:") != 0 && mdc_cli__mkdir_parent(o->db) != 0) {
       fprintf(stderr, "mdc replay: cannot create the folder of '%s': %s\n", o->db, strerror(errno));
       mdc_cli__baseline_free(&base);
       return MDC_EXIT_STORE;
     }
     if (mdc_store_open(o->db, &store, err, sizeof err)) {
-      fprintf(stderr, "mdc replay: results store: %s\n", err);
+      fprintf(stderr, "mdc replay: %s\n", err);
       mdc_cli__baseline_free(&base);
       return MDC_EXIT_STORE;
     }
@@ -409,7 +378,7 @@ int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
                        .shard_index = o->shard_n > 1 ? o->shard_i : 0,
                        .shard_count = o->shard_n > 1 ? o->shard_n : 1};
     if (mdc_store_run_begin(store, &ri, &run_id, run->uuid)) {
-      fprintf(stderr, "mdc replay: results store: %s\n", mdc_store_error(store));
+      fprintf(stderr, "mdc replay: %s\n", mdc_store_error(store));
       mdc_store_close(store);
       mdc_cli__baseline_free(&base);
       return MDC_EXIT_STORE;
@@ -438,7 +407,7 @@ int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
       mdc_cli__case *c = &run->cases[ci];
       if (store && c->attempts == 0 &&
           mdc_store_case_begin(store, run_id, c->name, c->path, &c->case_id)) {
-        fprintf(stderr, "%smdc replay: results store: %s (stopping; results written so far are kept)\n",
+        fprintf(stderr, "%smdc replay: %s (stopping; results written so far are kept)\n",
                 tty ? "\n" : "", mdc_store_error(store));
         store_ok = 0;
         break;
@@ -452,40 +421,34 @@ int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
       progress(run, done, c->name, tty);
     }
     if (!active) break;
-    double next = slots[0].deadline;
+    /* Wait for a child to write or exit, or for the nearest deadline (no sleeping). */
+    double next = slots[0].ch.deadline;
+    int cap = -1;
     for (int i = 0; i < active; i++) {
-      pfds[i].fd = slots[i].fd;
-      pfds[i].events = POLLIN;
-      pfds[i].revents = 0;
-      if (slots[i].deadline < next) next = slots[i].deadline;
+      pfds[i] = (struct pollfd){.fd = mdc_cli__child_poll_fd(&slots[i].ch), .events = POLLIN};
+      if (slots[i].ch.deadline < next) next = slots[i].ch.deadline;
+      int c = mdc_cli__child_poll_ms(&slots[i].ch);
+      if (c >= 0 && (cap < 0 || c < cap)) cap = c;
     }
-    double left = next - now_s();
+    double left = next - mdc_cli__now();
     int ms = left <= 0 ? 0 : (int)ceil(left * 1000);
+    if (cap >= 0 && cap < ms) ms = cap;
     int r = poll(pfds, (nfds_t)active, ms);
     if (r < 0 && errno != EINTR) {
       fprintf(stderr, "mdc replay: poll: %s\n", strerror(errno));
       exit(MDC_EXIT_USAGE);
     }
-    double t = now_s();
+    double t = mdc_cli__now();
     for (int i = 0; i < active;) {
       slot *s = &slots[i];
-      int ended = 0, timed_out = 0;
-      if (r > 0 && (pfds[i].revents & (POLLIN | POLLHUP | POLLERR))) {
-        char tmp[512];
-        size_t want = sizeof s->res - s->got;
-        ssize_t k = want ? read(s->fd, (char *)&s->res + s->got, want) : read(s->fd, tmp, sizeof tmp);
-        if (k > 0 && want) s->got += (size_t)k;
-        if (k == 0 || (k < 0 && errno != EINTR && errno != EAGAIN)) ended = 1;
-      }
-      if (!ended && t >= s->deadline) timed_out = 1;
-      if (!ended && !timed_out) {
+      if (!mdc_cli__child_step(&s->ch, t)) {
         i++;
         continue;
       }
       mdc_cli__case *c = &run->cases[s->ci];
       mdc_result res;
-      mdc_status st = finish_case(s, timed_out, o->timeout_s, &res);
-      double dur = now_s() - s->t0;
+      mdc_status st = finish_case(s, o->timeout_s, &res);
+      double dur = mdc_cli__now() - s->ch.t0;
       c->duration_s += dur;
       int listed = mdc_cli__baseline_has(&base, c->name) || mdc_cli__baseline_has(&base, c->path);
       int finished = 1;
@@ -524,23 +487,22 @@ int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
             mdc_store_case_end(store, c->case_id, mdc_cli__status_name(final), c->duration_s, c->res.line,
                                c->res.message, c->res.expected[0] ? c->res.expected : NULL,
                                c->res.actual[0] ? c->res.actual : NULL)) {
-          fprintf(stderr, "%smdc replay: results store: %s (stopping; results written so far are kept)\n",
+          fprintf(stderr, "%smdc replay: %s (stopping; results written so far are kept)\n",
                   tty ? "\n" : "", mdc_store_error(store));
           store_ok = 0;
         }
         progress(run, done, c->name, tty);
       }
       slots[i] = slots[--active];
-      pfds[i] = pfds[active];
     }
   }
   if (tty) fprintf(stderr, "\r\033[K");
-  run->duration_s = now_s() - t_start;
+  run->duration_s = mdc_cli__now() - t_start;
   if (store && store_ok &&
       mdc_store_run_end(store, run_id, (uint32_t)run->n, run->count[MDC_S_PASS],
                         run->count[MDC_S_FAIL], run->count[MDC_S_CRASH], run->count[MDC_S_TIMEOUT],
                         run->unexpected)) {
-    fprintf(stderr, "mdc replay: results store: %s\n", mdc_store_error(store));
+    fprintf(stderr, "mdc replay: %s\n", mdc_store_error(store));
     store_ok = 0;
   }
   if (!store_ok) {
@@ -552,14 +514,14 @@ int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
     run->n = k;
   }
   if (store) mdc_store_close(store);
-  if (!o->quiet) {
-    if (o->json) {
-      summary(stderr, o, run);
-      print_json(o, run, store_ok);
-    } else {
-      summary(stdout, o, run);
-    }
+  /* --quiet drops the progress and the summary, never the JSON asked for. */
+  if (o->json) {
+    if (!o->quiet) summary(stderr, o, run);
+    print_json(o, run, store_ok);
+  } else if (!o->quiet) {
+    summary(stdout, o, run);
   }
+  mdc_cli__reap_all();
   free(slots);
   free(pfds);
   free(queue);
@@ -594,7 +556,9 @@ static void usage(FILE *f) {
           "  --jobs N         cases run in parallel (default: the number of CPUs)\n"
           "  --no-rerun       do not re-run a failed or crashed case (no Flake detection)\n"
           "  --json           one JSON object on stdout (summary goes to stderr)\n"
-          "  --quiet          no progress and no summary\n\n"
+          "  --quiet          no progress and no summary (--json is still printed)\n"
+          "  -v, --verbose    each event of each case as it runs: its arguments, the call's status\n"
+          "                   and message (on stderr; one case at a time)\n\n"
           "exit status: 0 nothing unexpected, 1 unexpected results, 2 bad usage or input,\n"
           "3 results store error\n");
 }
@@ -607,7 +571,7 @@ int mdc_cli__cmd_replay(int argc, char **argv) {
       {"timeout", required_argument, 0, 't'}, {"jobs", required_argument, 0, 'j'},
       {"json", no_argument, 0, 'J'},         {"quiet", no_argument, 0, 'q'},
       {"no-rerun", no_argument, 0, 'R'},     {"help", no_argument, 0, 'h'},
-      {0, 0, 0, 0}};
+      {"verbose", no_argument, 0, 'v'},      {0, 0, 0, 0}};
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   mdc_cli__replay_opts o = {.config = "backend=auto", .db = "results/mdc.db", .timeout_s = 30,
                         .shard_i = 0, .shard_n = 1, .jobs = ncpu > 0 ? (int)ncpu : 1,
@@ -616,8 +580,10 @@ int mdc_cli__cmd_replay(int argc, char **argv) {
   long v;
   optind = 1;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
+  /* Options and paths in any order (replay T --driver X). */
+  while ((c = getopt_long(argc, argv, ":hv", opts, NULL)) != -1) {
     switch (c) {
+      case 'v': o.verbose = 1; break;
       case 'd': o.driver = optarg; break;
       case 'c': o.config = optarg; break;
       case 'b': o.db = optarg; break;
@@ -659,6 +625,7 @@ int mdc_cli__cmd_replay(int argc, char **argv) {
     return MDC_EXIT_USAGE;
   }
   if (no_db) o.db = NULL;
+  if (o.verbose) o.jobs = 1; /* one case's events at a time on the terminal */
   o.paths = (const char *const *)argv + optind;
   o.n_paths = (size_t)(argc - optind);
   mdc_cli__run run;

@@ -101,8 +101,64 @@ Test(cli, crashing_driver_costs_one_case) {
   cr_expect(strstr(jmessage(j, "cli/b_execute_add"), "SIGABRT"), "message: %s", jmessage(j, "cli/b_execute_add"));
   cr_expect_str_eq(jstatus(j, "cli/a_open_close"), "Pass", "the other case still ran");
   cr_expect_eq(jint(j, "crashed"), 1);
+  /* Where: the line and op of the event that was running when the driver died. */
+  cr_expect(strstr(jmessage(j, "cli/b_execute_add"), "at line 9 (execute)"), "message: %s",
+            jmessage(j, "cli/b_execute_add"));
   json_decref(j);
   mdc_out_free(&r);
+}
+
+/* Every pid listed in the file is gone (killed and reaped). */
+static void expect_all_dead(const char *pids_file, int at_least) {
+  FILE *f = fopen(pids_file, "r");
+  cr_assert_not_null(f, "the driver wrote no pids to %s", pids_file);
+  int pid, n = 0;
+  while (fscanf(f, "%d", &pid) == 1) {
+    n++;
+    cr_expect(kill(pid, 0) != 0 && errno == ESRCH, "helper %d outlived mdc", pid);
+  }
+  fclose(f);
+  cr_expect_geq(n, at_least, "helpers forked");
+}
+
+/* A driver that forks helpers (one leaving the process group with setsid) in open_client or in
+ * open_device (mdc's start-up probe too): every case still ends when its child exits, and
+ * nothing the driver started outlives mdc. */
+Test(cli, forking_drivers_cost_nothing_and_leave_nothing) {
+  const char *drivers[] = {MDC_TEST_FORK_CLIENT_SO, MDC_TEST_FORK_DEVICE_SO};
+  for (int k = 0; k < 2; k++) {
+    char dir[64], pids[128], env[160];
+    corpus(dir, 2);
+    snprintf(pids, sizeof pids, "%s/pids", dir);
+    snprintf(env, sizeof env, "MDC_TEST_PIDS=%s", pids);
+    char *envv[] = {env, NULL};
+    mdc_out r = mdc_env(envv, "replay", "--no-db", "--json", "--timeout", "60", "--driver", drivers[k], dir,
+                        (char *)NULL);
+    cr_expect_eq(r.rc, 0, "%s: rc %d\n%s", drivers[k], r.rc, r.err);
+    json_t *j = out_json(&r);
+    cr_expect_str_eq(jstatus(j, "cli/a_open_close"), "Pass", "%s", drivers[k]);
+    cr_expect_str_eq(jstatus(j, "cli/b_execute_add"), "Pass", "%s", drivers[k]);
+    json_decref(j);
+    mdc_out_free(&r);
+    expect_all_dead(pids, k == 0 ? 4 : 6);
+  }
+}
+
+/* A driver that writes into and truncates every descriptor it can find reaches none of mdc's:
+ * the results store is intact and holds the run. */
+Test(cli, a_scribbling_driver_cannot_reach_the_store) {
+  char dir[64], db[128];
+  corpus(dir, 2);
+  snprintf(db, sizeof db, "%s/r.db", dir);
+  mdc_out r = mdc("replay", "--quiet", "--db", db, "--driver", MDC_TEST_SCRIBBLE_SO, dir);
+  cr_expect_eq(r.rc, 0, "rc %d\n%s", r.rc, r.err);
+  mdc_out_free(&r);
+  cr_expect_eq(db_count(db, "SELECT count(*) FROM cases WHERE status = 'Pass'"), 2);
+  /* and the next run opens it as a store, not as "not a SQLite database" */
+  r = mdc("replay", "--quiet", "--db", db, dir);
+  cr_expect_eq(r.rc, 0, "rc %d\n%s", r.rc, r.err);
+  mdc_out_free(&r);
+  cr_expect_eq(db_count(db, "SELECT count(*) FROM runs WHERE ended_at IS NOT NULL"), 2);
 }
 
 Test(cli, hanging_driver_times_out_and_the_run_goes_on) {

@@ -108,6 +108,7 @@ ParameterizedTestParameters(engine, broken_trace_is_a_trace_error) {
       {"bad_enum.jsonl", 4, "unknown name 'TENSOR_FLOAT33'"},
       {"bad_status_name.jsonl", 4, "unknown status 'INVALID_ARG'"},
       {"bad_memory_kind.jsonl", 4, "unknown name 'ashmem2'"},
+      {"bad_memory_open_fd.jsonl", 5, "a trace may only name descriptors it made"},
       {"failed_name_used.jsonl", 5, "'t' was never produced (its call at line 4 failed)"},
       {"wrong_kind_name.jsonl", 5, "'m' is a memory"},
       {"lane_outside.jsonl", 4, "unknown field 'lane'"},

@@ -6,6 +6,12 @@
  *                   writes one byte to it, so a test knows the hang has begun (Timeout, SIGKILL)
  *   MDC_TEST_FLAKY  execute aborts unless the file MDC_TEST_FLAKY_MARKER exists, which it
  *                   creates first: the first run crashes, the re-run passes   (Flake)
+ *   MDC_TEST_FORK_CLIENT  open_client forks two helpers that live forever: one stays in the
+ *                   case's process group and holds its result pipe, one calls setsid() to
+ *                   leave it; their pids are appended to the file MDC_TEST_PIDS
+ *   MDC_TEST_FORK_DEVICE  the same in open_device (so also in mdc's start-up probe)
+ *   MDC_TEST_SCRIBBLE  open_device writes garbage into every descriptor from 3 to 1023 and
+ *                   truncates those that are files (a results store left open would die)
  * Every other entry point is the reference driver's. */
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -43,6 +49,49 @@ static md_status bad_execute(md_device *d, md_handle client, md_handle prepared,
   return real->execute(d, client, prepared, req, shapes, n_shapes, timing);
 }
 
+#if defined(MDC_TEST_FORK_CLIENT) || defined(MDC_TEST_FORK_DEVICE)
+#include <signal.h>
+#include <stdio.h>
+/* Forks a helper that never ends (escaping the process group when `leave`), writes its pid. */
+static void helper(int leave) {
+  pid_t pid = fork();
+  if (pid != 0) {
+    const char *pids = getenv("MDC_TEST_PIDS");
+    FILE *f = pids && pid > 0 ? fopen(pids, "a") : NULL;
+    if (f) fprintf(f, "%d\n", (int)pid), fclose(f);
+    return;
+  }
+  if (leave) setsid();
+  signal(SIGTERM, SIG_IGN);
+  for (;;) pause();
+}
+#endif
+
+#if defined(MDC_TEST_FORK_CLIENT)
+static md_status fork_open_client(md_device *d, md_handle *out) {
+  helper(0);
+  helper(1);
+  return real->open_client(d, out);
+}
+#endif
+
+#if defined(MDC_TEST_FORK_DEVICE) || defined(MDC_TEST_SCRIBBLE)
+static md_status bad_open_device(const char *config, md_device **out) {
+#if defined(MDC_TEST_FORK_DEVICE)
+  helper(0);
+  helper(1);
+#else
+  static const char junk[] = "scribbled by a hostile driver\n";
+  for (int fd = 3; fd < 1024; fd++) {
+    ssize_t w = write(fd, junk, sizeof junk - 1);
+    (void)w;
+    if (ftruncate(fd, 0) != 0) { /* not a file: fine */ }
+  }
+#endif
+  return real->open_device(config, out);
+}
+#endif
+
 const md_driver *md_driver_entry(uint32_t abi_version) {
   if (!real) {
     void *h = dlopen(MD_DRIVER_SO, RTLD_NOW | RTLD_LOCAL);
@@ -54,6 +103,12 @@ const md_driver *md_driver_entry(uint32_t abi_version) {
     if (!real) return NULL;
     table = *real;
     table.execute = bad_execute;
+#if defined(MDC_TEST_FORK_CLIENT)
+    table.open_client = fork_open_client;
+#endif
+#if defined(MDC_TEST_FORK_DEVICE) || defined(MDC_TEST_SCRIBBLE)
+    table.open_device = bad_open_device;
+#endif
   }
   return &table;
 }
