@@ -176,6 +176,21 @@ int mdc_cli__cmd_mutants(int argc, char **argv) {
   mutant *ms;
   size_t n;
   if (load_list(list, &ms, &n)) return MDC_EXIT_USAGE;
+  /* An --only that names no mutant of the list is a typo, not "0 of 0 killed". */
+  for (size_t k = 0; k < n_only; k++) {
+    int known = 0;
+    for (size_t i = 0; i < n && !known; i++) known = strcmp(only[k], ms[i].name) == 0;
+    if (!known) {
+      fprintf(stderr, "mdc mutants: --only '%s': no such mutant in %s\n", only[k], list);
+      free(ms);
+      return MDC_EXIT_USAGE;
+    }
+  }
+  if (n == 0) {
+    fprintf(stderr, "mdc mutants: %s lists no mutant\n", list);
+    free(ms);
+    return MDC_EXIT_USAGE;
+  }
   o.paths = &corpus;
   o.n_paths = 1;
 

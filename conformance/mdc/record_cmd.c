@@ -76,6 +76,12 @@ int mdc_cli__cmd_record(int argc, char **argv) {
     fprintf(stderr, "mdc record: recording driver '%s': %s\n", record_lib(), strerror(errno));
     return MDC_EXIT_USAGE;
   }
+  struct stat ob;
+  if (stat(out, &ob) == 0 && !S_ISREG(ob.st_mode)) {
+    fprintf(stderr, "mdc record: --out '%s' is %s, not a file: name the trace to write\n", out,
+            S_ISDIR(ob.st_mode) ? "a folder" : "not a regular file");
+    return MDC_EXIT_USAGE;
+  }
   if (mdc_cli__mkdir_parent(out) != 0) {
     fprintf(stderr, "mdc record: cannot create the folder of '%s': %s\n", out, strerror(errno));
     return MDC_EXIT_USAGE;
@@ -130,7 +136,7 @@ int mdc_cli__cmd_record(int argc, char **argv) {
     return WIFEXITED(st) && WEXITSTATUS(st) ? WEXITSTATUS(st) : 1;
   }
   struct stat sb;
-  if (stat(out, &sb) != 0) {
+  if (stat(out, &sb) != 0 || !S_ISREG(sb.st_mode)) {
     fprintf(stderr, "mdc record: %s passed but wrote no trace to %s (did it load the driver given "
                     "with --driver?)\n", prog, out);
     return 1;

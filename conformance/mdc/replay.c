@@ -266,6 +266,7 @@ static void set_status(mdc_cli__run *run, mdc_cli__case *c, mdc_status s) {
 
 int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
   memset(run, 0, sizeof *run);
+  const char *who = opts->kind && strcmp(opts->kind, "mutants") == 0 ? "mdc mutants" : "mdc replay";
   double t_start = mdc_cli__now();
   char err[1024];
   /* --config is parsed by the driver's own parser (md/config.h) and used, stored and merged
@@ -273,11 +274,11 @@ int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
   md_config cfg;
   char config[1024];
   if (md_config_parse(opts->config, &cfg, err, sizeof err) != MD_NONE) {
-    fprintf(stderr, "mdc replay: --config '%s': %s\n", opts->config ? opts->config : "", err);
+    fprintf(stderr, "%s: --config '%s': %s\n", who, opts->config ? opts->config : "", err);
     return MDC_EXIT_USAGE;
   }
   if (md_config_format(&cfg, config, sizeof config) >= sizeof config) {
-    fprintf(stderr, "mdc replay: --config is longer than %zu bytes\n", sizeof config - 1);
+    fprintf(stderr, "%s: --config is longer than %zu bytes\n", who, sizeof config - 1);
     return MDC_EXIT_USAGE;
   }
   mdc_cli__replay_opts oc = *opts;
@@ -285,12 +286,12 @@ int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
   const mdc_cli__replay_opts *o = &oc;
   mdc_cli__paths paths;
   if (mdc_cli__collect(o->paths, o->n_paths, &paths, err, sizeof err)) {
-    fprintf(stderr, "mdc replay: %s\n", err);
+    fprintf(stderr, "%s: %s\n", who, err);
     return MDC_EXIT_USAGE;
   }
   mdc_cli__baseline base = {0};
   if (o->baseline && mdc_cli__baseline_load(o->baseline, &base, err, sizeof err)) {
-    fprintf(stderr, "mdc replay: %s\n", err);
+    fprintf(stderr, "%s: %s\n", who, err);
     mdc_cli__paths_free(&paths);
     return MDC_EXIT_USAGE;
   }
@@ -325,7 +326,7 @@ int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
     if (!used) {
       char safe[300];
       mdc_cli__terminal_safe(base.names[b], safe, sizeof safe);
-      fprintf(stderr, "mdc replay: warning: baseline %s lists '%s', which no trace of this run is named\n",
+      fprintf(stderr, "%s: warning: baseline %s lists '%s', which no trace of this run is named\n", who,
               o->baseline, safe);
     }
   }
@@ -333,7 +334,7 @@ int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
   int rc = MDC_EXIT_OK;
   probe_msg pm;
   if (probe(o->driver, o->config, o->timeout_s, &pm, err, sizeof err)) {
-    fprintf(stderr, "mdc replay: driver %s: %s\n", o->driver ? o->driver : "(reference)", err);
+    fprintf(stderr, "%s: driver %s: %s\n", who, o->driver ? o->driver : "(reference)", err);
     mdc_cli__baseline_free(&base);
     return MDC_EXIT_USAGE;
   }
@@ -341,8 +342,14 @@ int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
   snprintf(run->driver_version, sizeof run->driver_version, "%s", pm.version);
   snprintf(run->backend, sizeof run->backend, "%.31s", pm.opened ? pm.caps.backend : "unknown");
   snprintf(run->device, sizeof run->device, "%.63s", pm.opened ? pm.caps.device_name : "unknown");
-  if (!pm.opened && !o->quiet)
-    fprintf(stderr, "mdc replay: warning: the driver loaded but the probe could not open a device: %s\n", pm.err);
+  /* A config the driver cannot open a device with would fail every case the same way: it is a
+   * usage error, named, before anything runs. */
+  if (!pm.opened) {
+    fprintf(stderr, "%s: --config '%s': the driver loaded but cannot open a device with it: %s\n", who,
+            o->config, pm.err);
+    mdc_cli__baseline_free(&base);
+    return MDC_EXIT_USAGE;
+  }
 
   /* The store: a case row is committed before its case starts, so a killed run leaves it
    * 'Running'. A store failure stops the run (no new cases) but keeps what is written. */
@@ -352,22 +359,22 @@ int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
   if (o->db) {
     struct stat dst;
     if (!o->db[0]) {
-      fprintf(stderr, "mdc replay: --db '': the results store needs a file name (or --no-db)\n");
+      fprintf(stderr, "%s: --db '': the results store needs a file name (or --no-db)\n", who);
       mdc_cli__baseline_free(&base);
       return MDC_EXIT_STORE;
     }
     if (strcmp(o->db, ":memory:") != 0 && stat(o->db, &dst) == 0 && !S_ISREG(dst.st_mode)) {
-      fprintf(stderr, "mdc replay: results store '%s': not a regular file (a store is a SQLite file)\n", o->db);
+      fprintf(stderr, "%s: results store '%s': not a regular file (a store is a SQLite file)\n", who, o->db);
       mdc_cli__baseline_free(&base);
       return MDC_EXIT_STORE;
     }
     if (strcmp(o->db, ":memory:") != 0 && mdc_cli__mkdir_parent(o->db) != 0) {
-      fprintf(stderr, "mdc replay: cannot create the folder of '%s': %s\n", o->db, strerror(errno));
+      fprintf(stderr, "%s: cannot create the folder of '%s': %s\n", who, o->db, strerror(errno));
       mdc_cli__baseline_free(&base);
       return MDC_EXIT_STORE;
     }
     if (mdc_store_open(o->db, &store, err, sizeof err)) {
-      fprintf(stderr, "mdc replay: %s\n", err);
+      fprintf(stderr, "%s: %s\n", who, err);
       mdc_cli__baseline_free(&base);
       return MDC_EXIT_STORE;
     }
@@ -378,7 +385,7 @@ int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
                        .shard_index = o->shard_n > 1 ? o->shard_i : 0,
                        .shard_count = o->shard_n > 1 ? o->shard_n : 1};
     if (mdc_store_run_begin(store, &ri, &run_id, run->uuid)) {
-      fprintf(stderr, "mdc replay: %s\n", mdc_store_error(store));
+      fprintf(stderr, "%s: %s\n", who, mdc_store_error(store));
       mdc_store_close(store);
       mdc_cli__baseline_free(&base);
       return MDC_EXIT_STORE;
@@ -391,7 +398,7 @@ int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
   /* The queue: case indexes to (re)run; a flake re-run goes to its end. */
   size_t *queue = calloc(2 * run->n + 1, sizeof *queue);
   if (!slots || !pfds || !queue) {
-    fprintf(stderr, "mdc replay: out of memory\n");
+    fprintf(stderr, "%s: out of memory\n", who);
     exit(MDC_EXIT_USAGE);
   }
   size_t qhead = 0, qtail = 0, done = 0;
@@ -407,13 +414,13 @@ int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
       mdc_cli__case *c = &run->cases[ci];
       if (store && c->attempts == 0 &&
           mdc_store_case_begin(store, run_id, c->name, c->path, &c->case_id)) {
-        fprintf(stderr, "%smdc replay: %s (stopping; results written so far are kept)\n",
-                tty ? "\n" : "", mdc_store_error(store));
+        fprintf(stderr, "%s%s: %s (stopping; results written so far are kept)\n",
+                tty ? "\n" : "", who, mdc_store_error(store));
         store_ok = 0;
         break;
       }
       if (start_case(o, c, ci, &slots[active])) {
-        fprintf(stderr, "mdc replay: fork: %s\n", strerror(errno));
+        fprintf(stderr, "%s: fork: %s\n", who, strerror(errno));
         exit(MDC_EXIT_USAGE);
       }
       c->attempts++;
@@ -435,7 +442,7 @@ int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
     if (cap >= 0 && cap < ms) ms = cap;
     int r = poll(pfds, (nfds_t)active, ms);
     if (r < 0 && errno != EINTR) {
-      fprintf(stderr, "mdc replay: poll: %s\n", strerror(errno));
+      fprintf(stderr, "%s: poll: %s\n", who, strerror(errno));
       exit(MDC_EXIT_USAGE);
     }
     double t = mdc_cli__now();
@@ -487,8 +494,8 @@ int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
             mdc_store_case_end(store, c->case_id, mdc_cli__status_name(final), c->duration_s, c->res.line,
                                c->res.message, c->res.expected[0] ? c->res.expected : NULL,
                                c->res.actual[0] ? c->res.actual : NULL)) {
-          fprintf(stderr, "%smdc replay: %s (stopping; results written so far are kept)\n",
-                  tty ? "\n" : "", mdc_store_error(store));
+          fprintf(stderr, "%s%s: %s (stopping; results written so far are kept)\n",
+                  tty ? "\n" : "", who, mdc_store_error(store));
           store_ok = 0;
         }
         progress(run, done, c->name, tty);
@@ -502,7 +509,7 @@ int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
       mdc_store_run_end(store, run_id, (uint32_t)run->n, run->count[MDC_S_PASS],
                         run->count[MDC_S_FAIL], run->count[MDC_S_CRASH], run->count[MDC_S_TIMEOUT],
                         run->unexpected)) {
-    fprintf(stderr, "mdc replay: %s\n", mdc_store_error(store));
+    fprintf(stderr, "%s: %s\n", who, mdc_store_error(store));
     store_ok = 0;
   }
   if (!store_ok) {

@@ -249,7 +249,9 @@ Test(cli, config_is_parsed_as_the_driver_parses_it_and_stored_canonical) {
   cr_expect_eq(db_count(db, "SELECT count(*) FROM runs WHERE seed = 16 AND config = 'backend=sim;seed=16'"), 1);
   mdc_out_free(&r);
   /* What the driver would refuse is refused before anything runs: exit 2 naming the key. */
-  const char *bad[][2] = {{"frob=1", "unknown key 'frob'"}, {"seed=1K", "seed '1K'"}, {"backend=tpu", "backend 'tpu'"}};
+  /* The last one parses, but the driver cannot open a device with it (the probe): the same. */
+  const char *bad[][2] = {{"frob=1", "unknown key 'frob'"}, {"seed=1K", "seed '1K'"}, {"backend=tpu", "backend 'tpu'"},
+                          {"backend=sim;faults=melt@1", "cannot open a device with it"}};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     r = mdc("replay", "--no-db", "--config", bad[i][0], dir);
     cr_expect_eq(r.rc, 2, "%s: rc %d", bad[i][0], r.rc);
@@ -432,6 +434,29 @@ Test(cli, drivers_that_cannot_load_are_usage_errors) {
   mdc_out_free(&r);
 }
 
+/* --driver NAME (no '/'): a file of that name in this folder is the driver, as a user means it;
+ * a name that is no file here says where it was looked for. */
+Test(cli, a_driver_named_without_a_slash_is_found_in_this_folder) {
+  char dir[64], copy[128];
+  corpus(dir, 1);
+  snprintf(copy, sizeof copy, "%s/vendor.so", dir);
+  FILE *in = fopen(MDC_TEST_REF_SO, "rb"), *out = fopen(copy, "wb");
+  cr_assert(in && out);
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, in)) > 0) fwrite(buf, 1, n, out);
+  fclose(in);
+  fclose(out);
+  cr_assert_eq(chdir(dir), 0);
+  mdc_out r = mdc("replay", "--no-db", "--quiet", "--driver", "vendor.so", ".");
+  cr_expect_eq(r.rc, 0, "rc %d: %s", r.rc, r.err);
+  mdc_out_free(&r);
+  r = mdc("replay", "--no-db", "--driver", "missing-vendor.so", ".");
+  cr_expect_eq(r.rc, 2);
+  cr_expect(strstr(r.err, "looked up in the library path"), "%s", r.err);
+  mdc_out_free(&r);
+}
+
 Test(cli, help_and_unknown_commands) {
   mdc_out r = mdc("--help");
   cr_expect_eq(r.rc, 0);
@@ -446,6 +471,76 @@ Test(cli, help_and_unknown_commands) {
   }
   r = mdc("frobnicate");
   cr_expect_eq(r.rc, 2);
+  mdc_out_free(&r);
+  r = mdc("--version");
+  cr_expect_eq(r.rc, 0);
+  cr_expect(strstr(r.out, "mdc ") && strstr(r.out, "trace format 1."), "%s", r.out);
+  mdc_out_free(&r);
+}
+
+/* The small ones a hostile user found, each as it was reported. */
+Test(cli, options_after_paths_quiet_json_verbose_and_bad_option_values) {
+  char dir[64], base[128];
+  corpus(dir, 2);
+  /* options after a path are options */
+  mdc_out r = mdc("replay", dir, "--no-db", "--json", "--driver", MDC_TEST_REF_SO);
+  cr_expect_eq(r.rc, 0, "rc %d: %s", r.rc, r.err);
+  json_t *j = out_json(&r);
+  cr_expect_eq(jint(j, "cases"), 2);
+  json_decref(j);
+  mdc_out_free(&r);
+  /* a trailing option without its value */
+  r = mdc("replay", dir, "--no-db", "--driver");
+  cr_expect_eq(r.rc, 2);
+  cr_expect(strstr(r.err, "'--driver' needs a value"), "%s", r.err);
+  mdc_out_free(&r);
+  /* --json --quiet prints the JSON and nothing else */
+  r = mdc("replay", "--no-db", "--json", "--quiet", dir);
+  cr_expect_eq(r.rc, 0);
+  j = out_json(&r);
+  json_decref(j);
+  cr_expect_eq(r.err[0], '\0', "quiet: %s", r.err);
+  mdc_out_free(&r);
+  /* -v prints each event, its arguments and each call's outcome */
+  r = mdc("replay", "--no-db", "-v", dir);
+  cr_expect_eq(r.rc, 0);
+  cr_expect(strstr(r.err, ": execute {") && strstr(r.err, "-> NONE"), "%s", r.err);
+  mdc_out_free(&r);
+  /* a baseline that is a folder; one that names no trace */
+  r = mdc("replay", "--no-db", "--baseline", dir, dir);
+  cr_expect_eq(r.rc, 2);
+  cr_expect(strstr(r.err, "not a regular file"), "%s", r.err);
+  mdc_out_free(&r);
+  snprintf(base, sizeof base, "%s/base.txt", dir);
+  spit(base, "cli/no_such_trace\n");
+  r = mdc("replay", "--no-db", "--baseline", base, dir);
+  cr_expect_eq(r.rc, 0);
+  cr_expect(strstr(r.err, "lists 'cli/no_such_trace', which no trace of this run is named"), "%s", r.err);
+  mdc_out_free(&r);
+  /* --db that is empty or not a file, and nothing made beside /dev/null */
+  r = mdc("replay", "--db", "", dir);
+  cr_expect_eq(r.rc, 3);
+  cr_expect(strstr(r.err, "needs a file name"), "%s", r.err);
+  mdc_out_free(&r);
+  r = mdc("replay", "--db", "/dev/null", dir);
+  cr_expect_eq(r.rc, 3);
+  cr_expect(strstr(r.err, "not a regular file"), "%s", r.err);
+  cr_expect(access("/dev/null-journal", F_OK) != 0 && access("/dev/null-wal", F_OK) != 0);
+  mdc_out_free(&r);
+}
+
+/* A trace name with escape sequences does not reach the terminal raw. */
+Test(cli, control_characters_in_names_are_escaped) {
+  char dir[64];
+  tmpdir(dir);
+  write_traces(dir, "e.jsonl",
+               "{\"mdc_trace\": \"1.0\", \"name\": \"cli/\\u001b[31mred\", \"rules\": [\"x\"]}\n"
+               "{\"op\": \"open_device\", \"config\": \"backend=sim\", \"expect\": {\"status\": \"INVALID_ARGUMENT\"}}\n",
+               NULL);
+  mdc_out r = mdc("replay", "--no-db", "--no-rerun", dir);
+  cr_expect_eq(r.rc, 1);
+  cr_expect(!strchr(r.out, '\033') && !strchr(r.err, '\033'), "raw ESC on the terminal");
+  cr_expect(strstr(r.out, "\\x1b[31mred"), "%s", r.out);
   mdc_out_free(&r);
 }
 
@@ -536,5 +631,11 @@ Test(cli, mutants_kill_matrix_and_exit_status) {
   mdc_out_free(&r);
   r = mdc("mutants", "--list", "/nonexistent/list.txt");
   cr_expect_eq(r.rc, 2);
+  mdc_out_free(&r);
+  /* A mutant name that is not in the list is a usage error, not "0 of 0 killed" and exit 0. */
+  r = mdc("mutants", "--corpus", traces, "--build-root", root, "--list", list, "--only", "nosuch");
+  cr_expect_eq(r.rc, 2, "rc %d", r.rc);
+  cr_expect(strstr(r.err, "--only 'nosuch': no such mutant"), "%s", r.err);
+  cr_expect(!strstr(r.err, "mdc replay:"), "a mutants error says mdc mutants: %s", r.err);
   mdc_out_free(&r);
 }

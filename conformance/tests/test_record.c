@@ -108,6 +108,11 @@ Test(record, bad_usage) {
   r = mdc("record", "--out", "/tmp/mdc-test-x.jsonl", "--", "/nonexistent/program");
   cr_expect_neq(r.rc, 0, "a program that cannot run");
   mdc_out_free(&r);
+  /* --out naming a folder: nothing can be written there, so it is refused before anything runs. */
+  r = mdc("record", "--out", "/tmp", "--", "/bin/true");
+  cr_expect_eq(r.rc, 2, "--out a folder: rc %d", r.rc);
+  cr_expect(strstr(r.err, "a folder"), "%s", r.err);
+  mdc_out_free(&r);
 }
 
 Test(record, recorder_exports_only_the_entry_point_and_needs_its_environment) {

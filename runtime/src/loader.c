@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static int bind_flags(void) {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -27,9 +28,18 @@ const md_driver *md_driver_load(const char *so_path, md_driver_entry_fn linked, 
   if (dl) *dl = NULL;
   if (err && errlen) err[0] = '\0';
   if (so_path) {
-    h = dlopen(so_path, RTLD_NOW | RTLD_LOCAL | bind_flags());
+    /* dlopen looks a name without a '/' up in the library path, not in this folder: a driver
+     * file named that way in this folder is what a user means. */
+    char local[4096];
+    const char *path = so_path;
+    if (!strchr(so_path, '/') && access(so_path, F_OK) == 0 &&
+        (size_t)snprintf(local, sizeof local, "./%s", so_path) < sizeof local)
+      path = local;
+    h = dlopen(path, RTLD_NOW | RTLD_LOCAL | bind_flags());
     if (!h) {
-      if (err) snprintf(err, errlen, "dlopen(%s): %s", so_path, dlerror());
+      if (err)
+        snprintf(err, errlen, "dlopen(%s): %s%s", so_path, dlerror(),
+                 strchr(so_path, '/') ? "" : " (a name without '/' that is not a file here is looked up in the library path)");
       return NULL;
     }
     void *sym = dlsym(h, "md_driver_entry");
