@@ -7,16 +7,21 @@ JOBS         ?= $(shell nproc)
 CMAKE_FLAGS  ?=
 CTEST_FLAGS  ?= --output-on-failure -j $(JOBS)
 
-.PHONY: all deps build run test test-main test-asan test-tsan bench clean
+.PHONY: all deps build run test test-main test-asan test-tsan build-bench bench clean
 
 all: build
 
 deps:
 	@scripts/deps.sh
 
-# configure(dir, extra flags)
+# configure(dir, extra flags): (re)configures when the folder is new or its flags changed since
+# the last configure (kept in <dir>/.mdc-flags), so CMAKE_FLAGS=... always takes effect.
 define configure
-	@test -f $(1)/CMakeCache.txt || cmake -S . -B $(1) -DMD_WERROR=ON $(CMAKE_FLAGS) $(2) >/dev/null
+	@flags='-DMD_WERROR=ON $(CMAKE_FLAGS) $(2)'; \
+	if [ ! -f $(1)/CMakeCache.txt ] || [ "$$(cat $(1)/.mdc-flags 2>/dev/null)" != "$$flags" ]; then \
+	  echo "configure $(1): $$flags"; \
+	  cmake -S . -B $(1) $$flags >/dev/null && echo "$$flags" > $(1)/.mdc-flags; \
+	fi
 endef
 
 build: deps
@@ -29,7 +34,7 @@ RESULTS_DB   ?= results/mdc.db
 run: build
 	$(BUILD)/conformance/mdc/mdc replay --config backend=sim --db $(RESULTS_DB) conformance/traces
 
-test: test-main test-asan test-tsan
+test: test-main test-asan test-tsan build-bench
 	@echo "make test: all suites passed"
 
 test-main: build
@@ -45,9 +50,12 @@ test-tsan: deps
 	cmake --build $(BUILD_TSAN) -j $(JOBS)
 	cd $(BUILD_TSAN) && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest $(CTEST_FLAGS) -L concurrency
 
-bench: deps
+# The benchmark configuration (Release, -Werror) is built by `make test` too, so it cannot rot.
+build-bench: deps
 	$(call configure,$(BUILD_BENCH),-DCMAKE_BUILD_TYPE=Release -DMD_BUILD_TESTS=OFF)
 	cmake --build $(BUILD_BENCH) -j $(JOBS)
+
+bench: build-bench
 	$(BUILD_BENCH)/bench/md_bench
 
 clean:

@@ -170,7 +170,7 @@ static int check_version(mdc_store *s, sqlite3 *db, int64_t *version, int for_wr
                 "refused, left untouched", *version, MDC_STORE_SCHEMA_VERSION);
   if (*version < 0) return fail(s, "schema version %" PRId64 " is not ours; refused", *version);
   if (*version == 0) {
-    int64_t objects;
+    int64_t objects = 0;
     if (query_int(s, db, "SELECT count(*) FROM sqlite_master", &objects, "") != 0)
       return fail_read(s, db);
     if (objects > 0)
