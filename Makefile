@@ -15,12 +15,12 @@ deps:
 	@scripts/deps.sh
 
 # configure(dir, extra flags): (re)configures when the folder is new or its flags changed since
-# the last configure (kept in <dir>/.mdc-flags), so CMAKE_FLAGS=... always takes effect.
+# the last configure (kept in <dir>/.mdc-flags); --fresh, so a flag taken away is gone too.
 define configure
 	@flags='-DMD_WERROR=ON $(CMAKE_FLAGS) $(2)'; \
 	if [ ! -f $(1)/CMakeCache.txt ] || [ "$$(cat $(1)/.mdc-flags 2>/dev/null)" != "$$flags" ]; then \
 	  echo "configure $(1): $$flags"; \
-	  cmake -S . -B $(1) $$flags >/dev/null && echo "$$flags" > $(1)/.mdc-flags; \
+	  cmake --fresh -S . -B $(1) $$flags >/dev/null && echo "$$flags" > $(1)/.mdc-flags; \
 	fi
 endef
 
