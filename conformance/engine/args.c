@@ -143,7 +143,7 @@ int mdc__arg_as(mdc__run *r, mdc__where *w, json_t *ev, mdc_obj kind, int requir
   *out = NULL;
   if (mdc__get_str(w, ev, "as", required, &as)) return -1;
   if (!as) return 0;
-  return mdc__names_declare(w, &r->names, as, kind, out);
+  return mdc__names_declare(w, &r->names, "as", as, kind, out);
 }
 
 int mdc__arg_dims(mdc__where *w, mdc__arena *a, json_t *obj, const char *key, uint32_t *rank,

@@ -19,7 +19,17 @@ typedef struct call_ctx {
   mdc__arena *a;
   md_device *dev;
   uint64_t client;
+  int called;           /* the driver was called: st is its status */
+  md_status st;
+  uint64_t produced;    /* the handle it produced (0: none) */
 } call_ctx;
+
+/* Judges the status of the call the handler made (and keeps it for `id`, `as` and `tally`). */
+static int judge(call_ctx *c, md_status st, md_device *dev) {
+  c->called = 1;
+  c->st = st;
+  return mdc__judge_status(c->r, c->w, c->e, st, dev);
+}
 
 typedef int (*handler)(call_ctx *c);
 
@@ -138,7 +148,25 @@ static int h_open_device(call_ctx *c) {
       return mdc__terr(w, "out of memory");
     }
   }
-  int rc = mdc__judge_status(r, w, c->e, st, NULL);
+  if (st != MD_NONE && !mdc__expect_allows(c->e, st) && r->hdr.requires[0] && !r->requires_checked) {
+    /* A Fail is coming, and the trace's requires are not judged yet (no device opened): judge
+     * them on a device opened with the replay's config alone, so a driver that refuses what
+     * the trace needs (a `sim` trace's faults=) gets NotSupported, not Fail. */
+    char le[512];
+    const char *msg = r->drv->last_error(NULL);
+    snprintf(le, sizeof le, "%s", msg ? msg : "(null)");
+    md_device *probe = NULL;
+    if (r->drv->open_device(r->config ? r->config : "", &probe) == MD_NONE && probe) {
+      r->requires_checked = 1;
+      int q = check_requires(r, w, probe);
+      r->drv->close_device(probe);
+      if (q) return q;
+    }
+    c->called = 1;
+    c->st = st;
+    return mdc__judge_status_msg(r, w, c->e, st, le);
+  }
+  int rc = judge(c, st, NULL);
   if (rc) return rc;
   if (st == MD_NONE && !r->requires_checked) {
     r->requires_checked = 1;
@@ -172,7 +200,7 @@ static int h_get_capabilities(call_ctx *c) {
   memset(&caps, 0, sizeof caps);
   caps.struct_size = sizeof caps;
   md_status st = r->drv->get_capabilities(dev, &caps);
-  int rc = mdc__judge_status(r, w, e, st, dev);
+  int rc = judge(c, st, dev);
   if (rc || st != MD_NONE) return rc;
   caps.backend[sizeof caps.backend - 1] = '\0';
   if (e->backend && strcmp(e->backend, caps.backend) != 0)
@@ -198,7 +226,7 @@ static int h_get_supported_operations(call_ctx *c) {
     return mdc__terr(w, "expect: 'supported' has %zu entries, the model %u operations",
                      json_array_size(e->supported), m->n_operations);
   md_status st = r->drv->get_supported_operations(dev, m, sup);
-  int rc = mdc__judge_status(r, w, e, st, dev);
+  int rc = judge(c, st, dev);
   if (rc) return rc;
   for (uint32_t i = 0; st == MD_NONE && e->supported && i < m->n_operations; i++) {
     json_t *s = json_array_get(e->supported, i);
@@ -226,6 +254,7 @@ static int h_open_client(call_ctx *c) {
     /* named or not, a client the trace opened is closed at the end if it is still open */
     mdc__name *entry = as ? as : anon_name(MDC_OBJ_CLIENT);
     if (entry) mdc__names_bind(&r->names, entry, h, dev, 0);
+    c->produced = h;
     pthread_mutex_lock(&r->lock);
     int bad = !entry || mdc__push(&r->clients, &r->n_clients, &r->cap_clients, entry);
     pthread_mutex_unlock(&r->lock);
@@ -234,7 +263,7 @@ static int h_open_client(call_ctx *c) {
       return mdc__terr(w, "out of memory");
     }
   }
-  return mdc__judge_status(r, w, c->e, st, dev);
+  return judge(c, st, dev);
 }
 
 /* ---- calls with a client (c->dev and c->client resolved) ---- */
@@ -252,7 +281,7 @@ static int h_close_client(call_ctx *c) {
       if (r->clients[i]->value == c->client && r->clients[i]->dev == c->dev) mark_closed(r, r->clients[i]);
     pthread_mutex_unlock(&r->lock);
   }
-  int rc = mdc__judge_status(r, w, e, st, c->dev);
+  int rc = judge(c, st, c->dev);
   if (rc || st != MD_NONE || !e->leaks) return rc;
   static const char *const keys[] = {"buffers", "prepared_models", "events", "bytes"};
   uint64_t got[4] = {lk.buffers, lk.prepared_models, lk.events, lk.bytes};
@@ -280,21 +309,22 @@ static int h_prepare_model(call_ctx *c) {
   md_handle h = 0;
   md_status st = r->drv->prepare_model(c->dev, c->client, m, &h);
   if (st == MD_NONE && as) mdc__names_bind(&r->names, as, h, c->dev, 0);
-  return mdc__judge_status(r, c->w, c->e, st, c->dev);
+  if (st == MD_NONE) c->produced = h;
+  return judge(c, st, c->dev);
 }
 
 static int h_release_prepared_model(call_ctx *c) {
   uint64_t h;
   if (mdc__arg_handle(c->r, c->w, c->ev, MDC_A_PREPARED, &h)) return -1;
   md_status st = c->r->drv->release_prepared_model(c->dev, c->client, h);
-  return mdc__judge_status(c->r, c->w, c->e, st, c->dev);
+  return judge(c, st, c->dev);
 }
 
 static int h_free_buffer(call_ctx *c) {
   uint64_t h;
   if (mdc__arg_handle(c->r, c->w, c->ev, MDC_A_TOKEN, &h)) return -1;
   md_status st = c->r->drv->free_buffer(c->dev, c->client, h);
-  return mdc__judge_status(c->r, c->w, c->e, st, c->dev);
+  return judge(c, st, c->dev);
 }
 
 static int h_allocate(call_ctx *c) {
@@ -326,7 +356,8 @@ static int h_allocate(call_ctx *c) {
   md_token tok = 0;
   md_status st = r->drv->allocate(c->dev, c->client, &desc, prep, (uint32_t)np, in, nin, outr, nout, &tok);
   if (st == MD_NONE && as) mdc__names_bind(&r->names, as, tok, c->dev, 0);
-  return mdc__judge_status(r, w, c->e, st, c->dev);
+  if (st == MD_NONE) c->produced = tok;
+  return judge(c, st, c->dev);
 }
 
 static int h_copy_to(call_ctx *c) {
@@ -336,7 +367,7 @@ static int h_copy_to(call_ctx *c) {
       mdc__arg_memory(c->r, c->w, c->ev, MDC_A_DST, &pool))
     return -1;
   md_status st = c->r->drv->copy_to(c->dev, c->client, tok, &pool->mem);
-  return mdc__judge_status(c->r, c->w, c->e, st, c->dev);
+  return judge(c, st, c->dev);
 }
 
 static int h_copy_from(call_ctx *c) {
@@ -348,7 +379,7 @@ static int h_copy_from(call_ctx *c) {
       mdc__arg_dims(c->w, c->a, c->ev, mdc_args[MDC_A_DIMS].key, &rank, &dims))
     return -1;
   md_status st = c->r->drv->copy_from(c->dev, c->client, tok, &pool->mem, rank, dims);
-  return mdc__judge_status(c->r, c->w, c->e, st, c->dev);
+  return judge(c, st, c->dev);
 }
 
 /* execute and wait_event: shapes poisoned before the call, so a driver that leaves one
@@ -364,7 +395,7 @@ static int run_judged(call_ctx *c, uint64_t prepared, const md_request *req, uin
   md_timing tm = {0, 0};
   md_status st = req ? r->drv->execute(c->dev, c->client, prepared, req, sh, (uint32_t)ns, &tm)
                      : r->drv->wait_event(c->dev, c->client, event, timeout, sh, (uint32_t)ns, &tm);
-  int rc = mdc__judge_status(r, c->w, c->e, st, c->dev);
+  int rc = judge(c, st, c->dev);
   return rc ? rc : mdc__judge_outputs(r, c->w, c->e, st, sh, (uint32_t)ns, def_shapes, &tm);
 }
 
@@ -388,7 +419,8 @@ static int h_execute_async(call_ctx *c) {
   md_handle h = 0;
   md_status st = r->drv->execute_async(c->dev, c->client, prepared, &req, &h);
   if (st == MD_NONE && as) mdc__names_bind(&r->names, as, h, c->dev, req.n_outputs);
-  return mdc__judge_status(r, c->w, c->e, st, c->dev);
+  if (st == MD_NONE) c->produced = h;
+  return judge(c, st, c->dev);
 }
 
 static int h_wait_event(call_ctx *c) {
@@ -437,6 +469,9 @@ int mdc__call_run(mdc__run *r, mdc__where *w, const mdc_call_desc *call, json_t 
   } else {
     rc = h(&c);
   }
+  /* What the call leaves for later events (`as`/`id` status, `tally`, `collect`), also after a
+   * Fail: the trace's own errors still surface. */
+  if (c.called && rc >= 0 && mdc__outcome_record(r, w, ev, c.st, c.produced)) rc = -1;
   mdc__arena_free(&a);
   return rc;
 }

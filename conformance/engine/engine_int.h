@@ -123,6 +123,10 @@ typedef struct mdc__name {
   mdc__pool *pool;      /* memory */
   mdc__model *model;    /* model (owned by the run, mdc__run_keep_model) */
   json_t *request;      /* request (a reference) */
+  int has_status;       /* the call that declared it (`as`, `id`) has run: its status */
+  md_status status;
+  uint64_t *collected;  /* collections: the handles `collect` gathered */
+  size_t n_collected, cap_collected;
 } mdc__name;
 
 typedef struct mdc__names {
@@ -139,7 +143,7 @@ void mdc__names_free(mdc__names *t); /* frees pools and requests (not models); c
 mdc__name *mdc__names_find(mdc__names *t, const char *name);
 /* Declares `name` for the event at w->line: a trace error if another event already produced it.
  * The same line may declare it again (a repeated concurrent block rebinds). */
-int mdc__names_declare(mdc__where *w, mdc__names *t, const char *name, mdc_obj kind,
+int mdc__names_declare(mdc__where *w, mdc__names *t, const char *field, const char *name, mdc_obj kind,
                        mdc__name **out);
 /* Copies the entry for `name` under the lock; -1 if absent. */
 int mdc__names_get(mdc__names *t, const char *name, mdc__name *copy);
@@ -214,6 +218,10 @@ typedef struct mdc__run {
   md_device *blk_client_dev, *blk_dev;
   mdc__model **models;   /* every model the trace built (named or inline), freed at the end */
   size_t n_models, cap_models;
+  struct mdc__tally *tallies;  /* `tally` counters, by name (outcomes.c) */
+  size_t n_tallies;
+  atomic_uint skipped;   /* events whose `when` did not hold */
+  char advisory[512];    /* message expectations that did not match (SPEC 8.11), "; "-joined */
 } mdc__run;
 
 /* replay.c */
@@ -238,8 +246,12 @@ int mdc__run_keep_model(mdc__run *r, mdc__where *w, mdc__model *m);
 /* judge.c: expectations. */
 /* Parses ev's `expect` for a driver call c (NULL: an event that takes none). */
 int mdc__expect_parse(mdc__where *w, const mdc_call_desc *c, json_t *ev, int strict, mdc__expect *e);
-/* The status (one of the allowed) and message parts of every call's judgement; 0 met, 1 Fail. */
+/* The status (one of the allowed) and message parts of every call's judgement; 0 met, 1 Fail.
+ * The message is the driver's last_error for dev (_msg: the one given, read earlier). */
 int mdc__judge_status(mdc__run *r, mdc__where *w, const mdc__expect *e, md_status st, md_device *dev);
+int mdc__judge_status_msg(mdc__run *r, mdc__where *w, const mdc__expect *e, md_status st, const char *le);
+/* Whether st is one of the statuses e allows. */
+int mdc__expect_allows(const mdc__expect *e, md_status st);
 /* Shapes and timing of execute/wait_event (n shapes given, n_outputs outputs in the request),
  * and SPEC 4's rules for them: a shape for every output on success and on
  * OUTPUT_INSUFFICIENT_SIZE, none and no timing on every other failure. */
@@ -271,6 +283,7 @@ void mdc__close_leftovers(mdc__run *r);
 #define MDC__EV_BLOCK_END 4u     /* `end_concurrent` */
 #define MDC__EV_READS_MEMORY 8u  /* reads the pool named by its `memory` field */
 #define MDC__EV_WRITES_MEMORY 16u /* writes it */
+#define MDC__EV_V11 32u          /* new in trace format 1.1 */
 typedef struct mdc__event_desc {
   const char *name;
   unsigned flags;
@@ -293,6 +306,25 @@ typedef struct mdc__op {
 int mdc__op_check(mdc__run *r, mdc__where *w, json_t *ev, int in_block, uint32_t lanes, mdc__op *out);
 /* Runs one checked event: 0 done, 1 Fail recorded, -1 trace error in w->msg. */
 int mdc__op_exec(mdc__run *r, mdc__where *w, const mdc__op *op, json_t *ev);
+
+/* outcomes.c: what events leave for later ones (trace format 1.1): `id` and `as` keep a call's
+ * status, `when` runs an event only if an earlier one ended a given way, `tally` counts outcomes
+ * (of concurrent lanes, say) for `expect_tally`, `collect` gathers handles for
+ * `expect_unpredictable` (SPEC 8.12). */
+/* Checks the 1.1 fields of ev (when, id, tally, collect) without running anything: allowed
+ * from minor 1, well formed. */
+int mdc__outcome_fields_check(mdc__run *r, mdc__where *w, json_t *ev, const mdc__op *op);
+/* *holds: whether ev's `when` holds (1 when it has none); -1 for a trace error. */
+int mdc__when_holds(mdc__run *r, mdc__where *w, json_t *ev, int *holds);
+/* After a call ran: its status into its `as` and `id` names and its `tally`; a produced handle
+ * into its `collect` collection. */
+int mdc__outcome_record(mdc__run *r, mdc__where *w, json_t *ev, md_status st, uint64_t produced);
+/* Counts one outcome label under the tally `name`. Thread-safe. -1 (trace error) when out of memory. */
+int mdc__tally_add(mdc__run *r, mdc__where *w, const char *name, const char *label);
+/* The events `expect_tally` and `expect_unpredictable`. */
+int mdc__expect_tally(mdc__run *r, mdc__where *w, json_t *ev);
+int mdc__expect_unpredictable(mdc__run *r, mdc__where *w, json_t *ev);
+void mdc__tallies_free(mdc__run *r);
 
 /* block.c: a concurrent block, from its `concurrent` line to `end_concurrent`. */
 struct mdc__reader;

@@ -57,11 +57,13 @@ static int fill_check(mdc__run *r, mdc__where *w, json_t *ev, int check) {
       rc = 0;
     } else if (span) {
       char exp[512], act[512], msg[700];
-      if (mdc__compare(type, span, b.data, b.len / mdc__elem_size(type), atol, rtol, exp,
-                       sizeof exp, act, sizeof act, msg, sizeof msg))
-        rc = mdc__fail(r, w, exp, act, "%s", msg);
-      else
-        rc = 0;
+      int differs = mdc__compare(type, span, b.data, b.len / mdc__elem_size(type), atol, rtol, exp,
+                                 sizeof exp, act, sizeof act, msg, sizeof msg);
+      /* A tallied check counts instead of failing (at least one reader saw the new data...). */
+      const char *tally = json_string_value(json_object_get(ev, "tally"));
+      if (tally) rc = mdc__tally_add(r, w, tally, differs ? "mismatch" : "match");
+      else if (differs) rc = mdc__fail(r, w, exp, act, "%s", msg);
+      else rc = 0;
     }
   }
   free(b.data);
@@ -115,6 +117,12 @@ const mdc__event_desc mdc__events[] = {
      "`as`, the model", "defines a model to use by name"},
     {"request", 0, {"as", "inputs", "outputs", "pools"}, ev_request, "`as`, the request",
      "defines a request to use by name"},
+    {"expect_tally", MDC__EV_V11, {"tally", "exactly", "at_least", "at_most"}, mdc__expect_tally,
+     "`tally`, `exactly`, `at_least`, `at_most` (each `{\"LABEL\": count}`)",
+     "judges the counts of a tally (1.1)"},
+    {"expect_unpredictable", MDC__EV_V11, {"collections"}, mdc__expect_unpredictable,
+     "`collections` (names of `collect`ions; one that passes is enough)",
+     "SPEC 8.12: no two handles of a collection differ only in their low 32 bits (1.1)"},
     {"concurrent", MDC__EV_BLOCK_START, {"lanes", "repeat"}, NULL, "`lanes`, `repeat`",
      "starts a concurrent block"},
     {"end_concurrent", MDC__EV_BLOCK_END, {0}, NULL, "", "ends it"},

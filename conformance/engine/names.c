@@ -36,6 +36,7 @@ void mdc__names_free(mdc__names *t) {
     mdc__name *e = t->all[i];
     mdc__pool_free(e->pool);
     if (e->request) json_decref(e->request);
+    free(e->collected);
     free(e);
   }
   free(t->all);
@@ -84,17 +85,17 @@ static int grow(mdc__names *t) {
   return 0;
 }
 
-int mdc__names_declare(mdc__where *w, mdc__names *t, const char *name, mdc_obj kind,
+int mdc__names_declare(mdc__where *w, mdc__names *t, const char *field, const char *name, mdc_obj kind,
                        mdc__name **out) {
   if (!mdc__name_valid(name))
-    return mdc__terr(w, "'as': \"%s\" is not a name ([A-Za-z_][A-Za-z0-9_.-]*, under 128 chars)", name);
+    return mdc__terr(w, "'%s': \"%s\" is not a name ([A-Za-z_][A-Za-z0-9_.-]*, under 128 chars)", field, name);
   pthread_mutex_lock(&t->lock);
   mdc__name *e = find_locked(t, name);
   if (e) {
     uint32_t line = e->line;
     int same = line == w->line && e->kind == kind;
     pthread_mutex_unlock(&t->lock);
-    if (!same) return mdc__terr(w, "'as': name '%s' is already used (line %u)", name, line);
+    if (!same) return mdc__terr(w, "'%s': name '%s' is already used (line %u)", field, name, line);
     *out = e;
     return 0;
   }
@@ -159,19 +160,23 @@ int mdc__resolve_handle(mdc__where *w, mdc__names *t, json_t *v, const char *wha
   if (json_is_object(v)) {
     json_t *lit = json_object_get(v, "literal"), *forge = json_object_get(v, "forge");
     if (lit && json_object_size(v) == 1) return mdc__u64_value(w, lit, what, out);
-    if (forge && json_object_size(v) == 2 && json_object_get(v, "xor")) {
-      uint64_t bits;
+    json_t *xv = json_object_get(v, "xor"), *av = json_object_get(v, "add");
+    if (forge && json_object_size(v) == 2 && (xv || av)) {
+      /* {"forge": name, "xor": bits}: bits flipped; {"forge": name, "add": n}: a neighbour
+       * (n may be negative; the sum wraps as a 64-bit value). */
+      uint64_t bits = 0;
       if (!json_is_string(forge)) return mdc__terr(w, "'%s': 'forge' takes a name", what);
-      if (mdc__u64_value(w, json_object_get(v, "xor"), what, &bits)) return -1;
+      if (xv && mdc__u64_value(w, xv, what, &bits)) return -1;
+      if (av && !json_is_integer(av)) return mdc__terr(w, "'%s': 'add' takes an integer", what);
       if (bound_name(w, t, json_string_value(forge), what, e)) return -1;
       if (!is_handle_kind(e->kind))
         return mdc__terr(w, "'%s': '%s' is a %s, not a handle or token", what, e->name,
                          mdc_obj_name(e->kind));
-      *out = e->value ^ bits;
+      *out = xv ? e->value ^ bits : e->value + (uint64_t)(int64_t)json_integer_value(av);
       return 0;
     }
   }
-  return mdc__terr(w, "'%s' takes a name, {\"literal\": v} or {\"forge\": name, \"xor\": bits}", what);
+  return mdc__terr(w, "'%s' takes a name, {\"literal\": v}, {\"forge\": name, \"xor\": bits} or {\"forge\": name, \"add\": n}", what);
 }
 
 int mdc__resolve_memory(mdc__where *w, mdc__names *t, json_t *v, const char *what, mdc__pool **out) {

@@ -88,8 +88,20 @@ int mdc__run_keep_model(mdc__run *r, mdc__where *w, mdc__model *m) {
 
 /* ---- one line ---- */
 
+/* Whether the header's `requires` lists cap. */
+static int requires_has(const mdc__run *r, const char *cap) {
+  size_t n = strlen(cap);
+  for (const char *p = r->hdr.requires; (p = strstr(p, cap)) != NULL; p += n)
+    if ((p == r->hdr.requires || p[-1] == ',') && (p[n] == ',' || p[n] == '\0')) return 1;
+  return 0;
+}
+
 /* Whether key is one of the op's fields (besides op, expect and lane). */
 static int op_has_key(const mdc__op *op, const char *key) {
+  /* Fields of trace format 1.1 that any event may carry (mdc__outcome_fields_check judges them). */
+  static const char *const v11[] = {"when", "id", "tally", "collect"};
+  for (int i = 0; i < 4; i++)
+    if (strcmp(key, v11[i]) == 0) return 1;
   if (op->call) {
     const mdc_call_desc *c = op->call;
     if (c->produces != MDC_OBJ_NONE && strcmp(key, "as") == 0) return 1;
@@ -127,6 +139,13 @@ int mdc__op_check(mdc__run *r, mdc__where *w, json_t *ev, int in_block, uint32_t
       if (!known) return mdc__terr(w, "unknown field '%s'", key);
     }
   }
+  if (op.event && (op.event->flags & MDC__EV_V11) && r->hdr.minor < 1)
+    return mdc__terr(w, "'%s' needs trace format 1.1 (the header says 1.%d)", op.name, r->hdr.minor);
+  if (mdc__outcome_fields_check(r, w, ev, &op)) return -1;
+  /* A trace that allocates needs memory domains: it says so, so a driver without them gets
+   * NotSupported for it instead of a Fail at its first allocate. */
+  if (op.call && op.call->produces == MDC_OBJ_TOKEN && !requires_has(r, "memory_domains"))
+    return mdc__terr(w, "the trace allocates driver-managed buffers: its header's `requires` must list \"memory_domains\"");
   unsigned in_block_ok = op.call ? op.call->flags & MDC_CALL_IN_BLOCK : op.event->flags & MDC__EV_IN_BLOCK;
   if (in_block) {
     if (!in_block_ok) return mdc__terr(w, "not allowed inside a concurrent block");
@@ -142,6 +161,21 @@ int mdc__op_check(mdc__run *r, mdc__where *w, json_t *ev, int in_block, uint32_t
 }
 
 int mdc__op_exec(mdc__run *r, mdc__where *w, const mdc__op *op, json_t *ev) {
+  int holds;
+  if (mdc__when_holds(r, w, ev, &holds)) return -1;
+  if (!holds) {
+    if (r->opts->verbose) fprintf(r->opts->verbose, "%s:%u: %s skipped ('when' does not hold)\n", w->path, w->line, op->name);
+    atomic_fetch_add(&r->skipped, 1);
+    /* Its names exist, unproduced, so later `when`s can ask about them. */
+    mdc__name *e;
+    const char *as = json_string_value(json_object_get(ev, "as"));
+    const char *id = json_string_value(json_object_get(ev, "id"));
+    if (op->call && as && op->call->produces != MDC_OBJ_NONE &&
+        mdc__names_declare(w, &r->names, "as", as, op->call->produces, &e))
+      return -1;
+    if (op->call && id && mdc__names_declare(w, &r->names, "id", id, MDC_OBJ_OUTCOME, &e)) return -1;
+    return 0;
+  }
   atomic_fetch_add(&r->events, 1);
   const mdc_trace_opts *o = r->opts;
   if (o->line) *o->line = w->line;
@@ -241,6 +275,7 @@ close:
   mdc__reader_close(&rd);
 done:
   if (drv) mdc__close_leftovers(&r);
+  mdc__tallies_free(&r);
   mdc__names_free(&r.names);
   for (size_t i = 0; i < r.n_models; i++) mdc__model_free(r.models[i]);
   free(r.models);
@@ -253,6 +288,8 @@ done:
   snprintf(out->actual, sizeof out->actual, "%s", r.v.actual);
   snprintf(out->event, sizeof out->event, "%s", r.v.event);
   snprintf(out->driver_message, sizeof out->driver_message, "%s", r.v.driver_message);
+  snprintf(out->advisory, sizeof out->advisory, "%s", r.advisory);
+  out->skipped = atomic_load(&r.skipped);
   if (out->verdict == MDC_FAIL) snprintf(out->rule, sizeof out->rule, "%.511s", r.hdr.rules);
   return out->verdict;
 }

@@ -136,6 +136,7 @@ typedef struct mdc_cli__replay_opts {
   int jobs;
   int json, quiet, rerun_failures;
   int verbose;               /* each event of each case on stderr (mdc replay -v) */
+  int strict_messages;       /* message expectations judged (else advisory) */
   int silence_children;      /* children's stdout/stderr to /dev/null (mutants) */
   const char *const *paths;
   size_t n_paths;

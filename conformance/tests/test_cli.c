@@ -529,6 +529,31 @@ Test(cli, options_after_paths_quiet_json_verbose_and_bad_option_values) {
   mdc_out_free(&r);
 }
 
+/* SPEC 8.11: a message expectation the driver does not meet is advisory (reported in the JSON
+ * and the summary), and a Fail only with --strict-messages. */
+Test(cli, messages_are_advisory_unless_strict) {
+  char dir[64];
+  tmpdir(dir);
+  write_traces(dir, "m.jsonl", T_HEADER("cli/m_message")
+               "{\"op\": \"open_device\", \"config\": \"backend=sim;bogus=1\", \"expect\": {\"status\": \"INVALID_ARGUMENT\", \"message\": \"words it never says\"}}\n",
+               NULL);
+  mdc_out r = mdc("replay", "--no-db", "--json", dir);
+  cr_expect_eq(r.rc, 0, "rc %d: %s", r.rc, r.err);
+  json_t *j = out_json(&r);
+  cr_expect_str_eq(jstatus(j, "cli/m_message"), "Pass");
+  json_t *c = json_array_get(json_object_get(j, "results"), 0);
+  cr_expect(strstr(json_string_value(json_object_get(c, "advisory")), "lacks \"words it never says\""));
+  cr_expect(strstr(r.err, "advisory"), "summary: %s", r.err);
+  json_decref(j);
+  mdc_out_free(&r);
+  r = mdc("replay", "--no-db", "--json", "--no-rerun", "--strict-messages", dir);
+  cr_expect_eq(r.rc, 1);
+  j = out_json(&r);
+  cr_expect_str_eq(jstatus(j, "cli/m_message"), "Fail");
+  json_decref(j);
+  mdc_out_free(&r);
+}
+
 /* A trace name with escape sequences does not reach the terminal raw. */
 Test(cli, control_characters_in_names_are_escaped) {
   char dir[64];

@@ -25,7 +25,7 @@ typedef struct good_case {
 } good_case;
 
 ParameterizedTestParameters(engine, good_trace_passes) {
-  static good_case cases[] = {{"basic_add.jsonl"}, {"concurrent.jsonl"}, {"newer_minor_sidecar.jsonl"},
+  static good_case cases[] = {{"basic_add.jsonl"}, {"concurrent.jsonl"}, {"newer_minor_sidecar.jsonl"}, {"v11_constructs.jsonl"},
                               {"spec_rules.jsonl"}, {"requires_left_open.jsonl"},
                               {"anonymous_custom.jsonl"}};
   return cr_make_param_array(good_case, cases, sizeof cases / sizeof cases[0]);
@@ -71,13 +71,24 @@ ParameterizedTest(fail_case *c, engine, wrong_expectation_fails_at_its_line) {
   snprintf(path, sizeof path, "%s/fail/%s", MDC_TEST_TRACES, c->file);
   snprintf(where, sizeof where, "%s:%u: ", path, c->line);
   mdc_result res;
-  mdc_verdict v = mdc_trace_run(ref(), path, NULL, &res);
+  /* Strict messages: a message expectation is judged (the reference driver's own runs). */
+  mdc_trace_opts o = {.strict_messages = 1};
+  mdc_verdict v = mdc_trace_run_opts(ref(), path, &o, &res);
   cr_assert_eq(v, MDC_FAIL, "%s: %s %s", c->file, mdc_verdict_name(v), res.message);
   cr_assert_eq(res.line, c->line, "%s: line %u", c->file, res.line);
   cr_assert(strncmp(res.message, where, strlen(where)) == 0, "%s", res.message);
   cr_assert(strstr(res.message, c->says), "%s", res.message);
   cr_assert(strstr(res.expected, c->expected), "expected: %s", res.expected);
   cr_assert(strstr(res.actual, c->actual), "actual: %s", res.actual);
+}
+
+/* SPEC 8.11: a message is advice. Without strict messages a wrong message is reported with the
+ * verdict (advisory) and the driver passes. */
+Test(engine, a_wrong_message_is_advisory_unless_strict) {
+  mdc_result res;
+  mdc_verdict v = mdc_trace_run(ref(), T("fail", "wrong_message.jsonl"), NULL, &res);
+  cr_assert_eq(v, MDC_PASS, "%s %s", mdc_verdict_name(v), res.message);
+  cr_expect(strstr(res.advisory, "line 9:") && strstr(res.advisory, "lacks \"no such words\""), "%s", res.advisory);
 }
 
 /* ---- broken traces are trace errors naming file and line ---- */
@@ -109,6 +120,12 @@ ParameterizedTestParameters(engine, broken_trace_is_a_trace_error) {
       {"bad_status_name.jsonl", 4, "unknown status 'INVALID_ARG'"},
       {"bad_memory_kind.jsonl", 4, "unknown name 'ashmem2'"},
       {"bad_memory_open_fd.jsonl", 5, "a trace may only name descriptors it made"},
+      {"v11_field_in_v10.jsonl", 4, "'when' needs trace format 1.1"},
+      {"allocate_without_memory_domains.jsonl", 5, "must list \"memory_domains\""},
+      {"when_malformed.jsonl", 4, "'when' takes {\"produced\": NAME}"},
+      {"when_unknown_name.jsonl", 4, "no earlier event is named 'nothing'"},
+      {"expect_tally_no_bounds.jsonl", 4, "give 'exactly', 'at_least' or 'at_most'"},
+      {"expect_unpredictable_unknown.jsonl", 4, "'toks' is no collection"},
       {"failed_name_used.jsonl", 5, "'t' was never produced (its call at line 4 failed)"},
       {"wrong_kind_name.jsonl", 5, "'m' is a memory"},
       {"lane_outside.jsonl", 4, "unknown field 'lane'"},
@@ -234,6 +251,41 @@ static md_status close_client_writes_no_report(md_device *d, md_handle c, md_lea
   (void)l;
 }
 
+/* A driver whose free_buffer always succeeds: three lanes freeing one buffer all get NONE. */
+static md_status free_always_ok(md_device *d, md_handle c, md_token t) {
+  real->free_buffer(d, c, t);
+  return MD_NONE;
+}
+
+/* A driver with sequential tokens (the vendor of SPEC 8.12's example): it hands out 1, 2, 3...
+ * and maps them back to the real ones. */
+static md_token seq_real[4096];
+static uint64_t seq_next;
+static md_token seq_to_real(md_token t) {
+  return t >= 1 && t <= seq_next && t < 4096 ? seq_real[t] : t;
+}
+static md_status seq_allocate(md_device *d, md_handle c, const md_buffer_desc *desc, const md_handle *p, uint32_t np,
+                              const md_buffer_role *in, uint32_t nin, const md_buffer_role *out, uint32_t nout,
+                              md_token *tok) {
+  md_token t = 0;
+  md_status st = real->allocate(d, c, desc, p, np, in, nin, out, nout, &t);
+  if (st == MD_NONE && seq_next + 1 < 4096) {
+    seq_real[++seq_next] = t;
+    *tok = seq_next;
+  }
+  return st;
+}
+static md_status seq_free(md_device *d, md_handle c, md_token t) { return real->free_buffer(d, c, seq_to_real(t)); }
+
+/* A vendor-like driver: its own backend name, and no fault plans (faults= is an unknown key). */
+static md_status open_refusing_faults(const char *config, md_device **out) {
+  if (config && strstr(config, "faults=")) {
+    *out = NULL;
+    return MD_INVALID_ARGUMENT;
+  }
+  return real->open_device(config, out);
+}
+
 static md_status count_close_client(md_device *d, md_handle c, md_leak_report *l) {
   closed_clients++;
   return real->close_client(d, c, l);
@@ -326,6 +378,38 @@ Test(engine, progress_and_verbose_log_follow_the_events) {
   cr_expect(strstr(log, ": execute {"), "%s", log);
   cr_expect(strstr(log, "  -> NONE"), "%s", log);
   free(log);
+}
+
+/* `requires` is judged even when the trace's first open_device fails: a `sim` trace on a driver
+ * that refuses faults= is NotSupported, not Fail. */
+Test(engine, requires_are_judged_when_no_device_opens) {
+  wrap();
+  fake.open_device = open_refusing_faults;
+  fake.get_capabilities = caps_hip;
+  mdc_result res;
+  mdc_verdict v = mdc_trace_run(&fake, MDC_CORPUS "/faults/alloc_fail_is_transient.jsonl", NULL, &res);
+  cr_assert_eq(v, MDC_NOT_SUPPORTED, "%s %s", mdc_verdict_name(v), res.message);
+  cr_expect(strstr(res.message, "requires 'sim'"), "%s", res.message);
+}
+
+Test(engine, a_tally_catches_two_frees_of_one_buffer) {
+  wrap();
+  fake.free_buffer = free_always_ok;
+  mdc_result res;
+  mdc_verdict v = mdc_trace_run(&fake, T("good", "v11_constructs.jsonl"), NULL, &res);
+  cr_assert_eq(v, MDC_FAIL, "%s %s", mdc_verdict_name(v), res.message);
+  cr_expect(strstr(res.message, "tally 'frees': NONE 3 times, expected exactly 1"), "%s", res.message);
+}
+
+Test(engine, sequential_tokens_are_predictable) {
+  wrap();
+  seq_next = 0;
+  fake.allocate = seq_allocate;
+  fake.free_buffer = seq_free;
+  mdc_result res;
+  mdc_verdict v = mdc_trace_run(&fake, T("good", "v11_constructs.jsonl"), NULL, &res);
+  cr_assert_eq(v, MDC_FAIL, "%s %s", mdc_verdict_name(v), res.message);
+  cr_expect(strstr(res.message, "handles are predictable") && strstr(res.message, "SPEC 8.12"), "%s", res.message);
 }
 
 Test(engine, what_the_trace_left_open_is_closed) {

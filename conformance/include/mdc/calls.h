@@ -30,7 +30,9 @@ extern "C" {
   X(EVENT, "event")                 \
   X(MEMORY, "memory")               \
   X(MODEL, "model")                 \
-  X(REQUEST, "request")
+  X(REQUEST, "request")             \
+  X(OUTCOME, "outcome")             \
+  X(COLLECTION, "collection")
 
 typedef enum mdc_obj {
 #define MDC_X(e, s) MDC_OBJ_##e,

@@ -17,7 +17,7 @@ extern "C" {
 #endif
 
 #define MDC_TRACE_MAJOR 1
-#define MDC_TRACE_MINOR 0
+#define MDC_TRACE_MINOR 1
 
 typedef enum mdc_verdict {
   MDC_PASS = 0,
@@ -50,6 +50,9 @@ typedef struct mdc_result {
   char event[32];         /* the op of the event the verdict is about ("" when none) */
   char rule[512];         /* on Fail: the SPEC rules the trace pins (its header's `rules`) */
   char driver_message[512]; /* on Fail of a call: the driver's last_error for it ("" if none) */
+  char advisory[512];     /* message expectations the driver's messages did not meet (SPEC 8.11:
+                             reported, not judged unless strict_messages), "; "-joined */
+  uint32_t skipped;       /* events not run because their `when` did not hold */
 } mdc_result;
 
 /* What a replay may be told besides the driver and the trace; zero fields are off. */
@@ -59,6 +62,7 @@ typedef struct mdc_trace_opts {
   volatile char *op;          /* and to its op, NUL-terminated in op_len bytes */
   size_t op_len;
   FILE *verbose;              /* each event as it runs, its arguments, each call's status and message */
+  int strict_messages;        /* a `message` expectation that is not met is a Fail (else advisory) */
 } mdc_trace_opts;
 
 /* Reads only the header line. 0 on success; -1 with a message naming file and line in err. */
