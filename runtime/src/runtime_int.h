@@ -163,7 +163,8 @@ static inline uint64_t md__role_tag(uint32_t is_output, uint32_t index) {
   return ((uint64_t)is_output << 32) | index;
 }
 
-/* Objects' destruction (handle table callback) for the parts defined in buffer.c / execute.c. */
+/* Objects' destruction (the handle table's callback, driver.c). */
+void md__client_destroy(md__client *c);
 void md__buffer_destroy(md_device *d, md__buffer *b);
 void md__prepared_destroy(md_device *d, md__prepared *p);
 void md__exec_ctx_free_all(md_device *d, md__prepared *p);   /* execute.c */
@@ -172,7 +173,10 @@ void md__event_destroy(md_device *d, md__event *ev);
 /* Async workers (execute.c). */
 void md__executor_stop(md_device *d);
 
-/* Entry points implemented in buffer.c and execute.c. */
+/* Entry points implemented in client.c, prepared.c, buffer.c and execute.c. */
+md_status md__open_client(md_device *, md_handle *out);
+md_status md__close_client(md_device *, md_handle client, md_leak_report *leaks);
+md_status md__release_prepared_model(md_device *, md_handle client, md_handle prepared);
 md_status md__allocate(md_device *, md_handle client, const md_buffer_desc *, const md_handle *prepared,
                        uint32_t n_prepared, const md_buffer_role *input_roles, uint32_t n_input_roles,
                        const md_buffer_role *output_roles, uint32_t n_output_roles, md_token *token);
