@@ -37,7 +37,7 @@ typedef struct md__client {
 
 /* What one execution of a prepared model needs besides its request: per operand, its state
  * while running and the device temporary it used last time (kept for the next execution, so
- * a steady stream of executions allocates no device memory). execute.c owns the layout. */
+ * a steady stream of executions allocates no device memory). exec_run.c owns the layout. */
 typedef struct md__exec_ctx md__exec_ctx;
 
 typedef struct md__prepared {
@@ -167,13 +167,13 @@ static inline uint64_t md__role_tag(uint32_t is_output, uint32_t index) {
 void md__client_destroy(md__client *c);
 void md__buffer_destroy(md_device *d, md__buffer *b);
 void md__prepared_destroy(md_device *d, md__prepared *p);
-void md__exec_ctx_free_all(md_device *d, md__prepared *p);   /* execute.c */
+void md__exec_ctx_free_all(md_device *d, md__prepared *p);   /* exec_run.c */
 void md__event_destroy(md_device *d, md__event *ev);
 
-/* Async workers (execute.c). */
+/* Async workers (exec_async.c). */
 void md__executor_stop(md_device *d);
 
-/* Entry points implemented in client.c, prepared.c, buffer.c and execute.c. */
+/* Entry points implemented in client.c, prepared.c, buffer.c, exec_run.c and exec_async.c. */
 md_status md__open_client(md_device *, md_handle *out);
 md_status md__close_client(md_device *, md_handle client, md_leak_report *leaks);
 md_status md__release_prepared_model(md_device *, md_handle client, md_handle prepared);
