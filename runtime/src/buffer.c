@@ -11,7 +11,7 @@
 #include <sys/mman.h>
 
 #include "error.h"
-#include "runtime_int.h"
+#include "objects_int.h"
 
 #define TOKFMT "0x%016llx"
 #define TOK(t) ((unsigned long long)(t))

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 
 #include "error.h"
-#include "runtime_int.h"
+#include "objects_int.h"
 
 md_status md__open_client(md_device *d, md_handle *out) {
   md__client *c = calloc(1, sizeof *c);

@@ -2,8 +2,8 @@
  * the backend's fault points (which may inject a loss). */
 #include <stdio.h>
 
+#include "device_int.h"
 #include "error.h"
-#include "runtime_int.h"
 
 void md__device_lost(md_device *d, const char *why) {
   pthread_mutex_lock(&d->lost_lock);

@@ -15,7 +15,7 @@
 
 #include "error.h"
 #include "kernels/kernel_ctx.h"
-#include "runtime_int.h"
+#include "objects_int.h"
 
 /* The handle table's destroy callback: the last reference to an object went. */
 static void destroy_object(void *ctx, md__hentry *e) {

@@ -9,8 +9,10 @@
 #ifndef MD_EXEC_INT_H
 #define MD_EXEC_INT_H
 
-#include "runtime_int.h"
+#include "objects_int.h"
 
+/* One argument (input or output) of a validated request: none, a range of a memory pool, or a
+ * buffer's token. */
 enum { ARG_NONE = 0, ARG_POOL = 1, ARG_TOKEN = 2 };
 
 typedef struct io_arg {
@@ -24,8 +26,10 @@ typedef struct io_arg {
   md__storage *rd;           /* token inputs: storage held for reading */
 } io_arg;
 
+/* One execution from validation to its end: what it holds (entries, storage, mappings), its
+ * arguments and its results. A queued async execution is also a link of the device's queue. */
 struct md__exec {
-  md__exec *next;
+  md__exec *next;            /* the device's queue (exec_async.c) */
   md_device *d;
   md_handle client, prepared;
   md__hentry *ce, *pe, *ee;

@@ -1,7 +1,7 @@
 /* lookup.c - the handle lookups every entry point starts with: a client, or an object owned
  * by a client, each failing with a message that names the call, the handle and why. */
+#include "device_int.h"
 #include "error.h"
-#include "runtime_int.h"
 
 md_status md__client_get(md_device *d, const char *fn, md_handle client, md__hentry **out) {
   md__hentry *e = md__handle_get(&d->ht, client, MD__KIND_CLIENT);

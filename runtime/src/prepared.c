@@ -3,7 +3,7 @@
 #include <stdlib.h>
 
 #include "error.h"
-#include "runtime_int.h"
+#include "objects_int.h"
 
 void md__prepared_destroy(md_device *d, md__prepared *p) {
   md__exec_ctx_free_all(d, p);
