@@ -168,7 +168,7 @@ md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_han
   x->d = d;
   x->client = client;
   x->prepared = prepared;
-  x->n_pools = 0;   /* nothing of the pools is held yet (exec_free walks n_pools) */
+  x->n_pools = 0;   /* nothing of the pools is held yet (md__exec_free walks n_pools) */
   md_status st = md__client_get(d, fn, client, &x->ce);
   if (st != MD_NONE) goto fail;
   st = md__owned_get(d, fn, "prepared model", client, prepared, MD__KIND_PREPARED, &x->pe);

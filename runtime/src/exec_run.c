@@ -208,7 +208,7 @@ static void tensor_of(md_device *d, const md__operand *o, const opnd_state *s, m
 
 /* A kernel queued on an asynchronous execution's stream. Its call, tensors, scratch context and
  * status are read by the device's worker until the stream is synchronized, so they live here, not
- * on run_op's stack; exec_run synchronizes once for all of them (docs/execution.md). */
+ * on run_op's stack; md__exec_run synchronizes once for all of them (docs/execution.md). */
 typedef struct pending {
   md_kernel_call call;
   md_kernel_status kst;
@@ -373,14 +373,14 @@ static md_status run_op(md__exec *x, md__exec_ctx *ctx, md_stream *stream, uint3
     st = d->be->launch(d->bk, stream, k, call, ks);
   }
   if (pl) {
-    /* Queued (or refused at once): exec_run synchronizes and reads ks for every pending kernel;
+    /* Queued (or refused at once): md__exec_run synchronizes and reads ks for every pending kernel;
      * a launch the backend refused is reported the same way. */
     pl->refused = injected || st != MD_NONE; /* a queued kernel's ks is the worker's until the sync */
     if (st != MD_NONE && ks->code == MD_NONE) {
       ks->code = st;
       snprintf(ks->message, sizeof ks->message, "%s", md__last_error());
     }
-    *dev_ns += dev_time(d, 1, 0, 0); /* modelled time; exec_run adds the wall time otherwise */
+    *dev_ns += dev_time(d, 1, 0, 0); /* modelled time; md__exec_run adds the wall time otherwise */
     st = MD_NONE;
     goto out;
   }

@@ -1,4 +1,4 @@
-/* test_spec_faults.c - the simulator's fault plans seen through the driver (issue 3): each
+/* test_spec_faults.c - the simulator's fault plans seen through the driver: each
  * kind gives its status at the N-th valid call of its kind, the state it leaves (buffers
  * uninitialized, the next execution normal, a lost device refusing everything but close),
  * mem_limit refusals, and malformed plans and values refused at open_device. */
