@@ -7,7 +7,8 @@
  *           entry points that check the device before handing a call down (driver_int.h);
  *   middle  the objects behind handles (objects_int.h), in this order: client.c (close_client
  *           asks buffer.c a buffer's bytes), prepared.c (frees its execution contexts in
- *           exec_run.c), exec_async.c, exec_run.c, exec_request.c (exec_int.h), buffer.c;
+ *           exec_run.c), memory_domain.c, exec_async.c, exec_run.c, exec_request.c
+ *           (exec_int.h), and buffer.c, the buffers' storage that both kinds of call use;
  *   bottom  lookup.c, device_loss.c, backend_registry.c (this header), handles.c (handles.h),
  *           config.c (md/config.h), and md_base below them (errors, refcounts, shapes, pools,
  *           scopes, model validation).

@@ -1,6 +1,6 @@
 /* objects_int.h - private to the runtime: the objects behind the device's handles (clients,
  * prepared models, buffers and their storage, events) and the middle layer's entry points
- * (client.c, prepared.c, buffer.c, exec_run.c, exec_async.c) that driver.c calls.
+ * (client.c, prepared.c, memory_domain.c, exec_run.c, exec_async.c) that driver.c calls.
  *
  * Every object a caller can name lives in the device's handle table (handles.h). An entry point
  * looks its objects up (taking a reference each), works, and puts them: a released object dies
@@ -194,7 +194,7 @@ md_status md__prepare_model(md_device *, md_handle client, const md_model *, md_
  * concurrent call) with a message, and nothing changes. */
 md_status md__release_prepared_model(md_device *, md_handle client, md_handle prepared);
 
-/* allocate (SPEC 3, buffer.c): a buffer for the given roles of the prepared models; *token is
+/* allocate (SPEC 3, memory_domain.c): a buffer for the given roles of the prepared models; *token is
  * its handle, owned by client. Checks, in order: token and client, the counts and arrays, the
  * desc's rank, each prepared model, then per role its indices, probability, uniqueness,
  * operand type/scale/zero point agreeing with the first role's, and dims (the desc's and every
@@ -207,7 +207,7 @@ md_status md__allocate(md_device *, md_handle client, const md_buffer_desc *, co
                        uint32_t n_prepared, const md_buffer_role *input_roles, uint32_t n_input_roles,
                        const md_buffer_role *output_roles, uint32_t n_output_roles, md_token *token);
 
-/* copy_to (SPEC 3, buffer.c): copies the buffer's content into dst. Checks, in order: client
+/* copy_to (SPEC 3, memory_domain.c): copies the buffer's content into dst. Checks, in order: client
  * and token, dst (a valid, writable COPY pool), dst's size against the current dims (before
  * initialization), that the buffer is initialized and not being written, then maps dst and
  * passes the backend's copy fault point. On error, the status is returned with a message
@@ -217,7 +217,7 @@ md_status md__allocate(md_device *, md_handle client, const md_buffer_desc *, co
  * bytes are unspecified after a failed device read. */
 md_status md__copy_to(md_device *, md_handle client, md_token src, const md_memory *dst);
 
-/* copy_from (SPEC 3, buffer.c): writes src into the buffer, whose current dims become its
+/* copy_from (SPEC 3, memory_domain.c): writes src into the buffer, whose current dims become its
  * initial dims combined with (rank, dims). Checks, in order: client and token, src (a valid,
  * readable COPY pool), rank and dims (no dims for a scalar, no unknown axis, combining with the
  * buffer's, fully known after), src's size against them; then maps src, starts the write and
@@ -226,7 +226,7 @@ md_status md__copy_to(md_device *, md_handle client, md_token src, const md_memo
 md_status md__copy_from(md_device *, md_handle client, md_token dst, const md_memory *src,
                         uint32_t rank, const uint32_t *dims);
 
-/* free_buffer (SPEC 3, buffer.c): kills the token; the buffer's memory goes when the last call
+/* free_buffer (SPEC 3, memory_domain.c): kills the token; the buffer's memory goes when the last call
  * or execution using it ends. On error, INVALID_ARGUMENT is returned (client not live, token
  * not a live token of the client, or freed by a concurrent call) with a message, and nothing
  * changes. */
