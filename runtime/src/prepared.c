@@ -1,5 +1,5 @@
 /* prepared.c - prepared models: building one from an md_model (validation and deep copy in
- * model.c, constants uploaded to the device), releasing it, destroying it. */
+ * model_check.c and model.c, constants uploaded to the device), releasing it, destroying it. */
 #include <stdlib.h>
 
 #include "error.h"
