@@ -57,12 +57,13 @@ static inline uint64_t md__opnd_bytes(md_operand_type t, uint32_t rank, const ui
  * references on the client, the prepared model, each token's buffer and each input's storage,
  * and the mapping of each memory pool. Checks, in SPEC 4's order: the handles, the request's
  * counts and pointers, each pool, each argument (pool range, dims, length, a token's role and
- * dims), that no output token appears twice, then that token inputs are initialized; maps the
- * pools last (a pool that cannot be mapped is GENERAL_FAILURE) and passes the backend's
- * execution fault point. On success *out is the execution (free it with md__exec_free). On
- * error the status is returned with a message, *out is NULL, nothing is held, and the device
- * outputs of the request whose tokens were resolved are left uninitialized (SPEC 4). Thread-
- * safe. */
+ * dims), that an output's token is no other argument of the request, then that token inputs
+ * are initialized; maps the pools last (a pool that cannot be mapped is GENERAL_FAILURE) and
+ * passes the backend's execution fault point (a kernel_fail it injects is kept for the run's
+ * first kernel; any other injected status fails the call). On success *out is the execution
+ * (free it with md__exec_free). On error the status is returned with a message, *out is NULL,
+ * nothing is held, and the device outputs of the request whose tokens were resolved are left
+ * uninitialized (SPEC 4). Thread-safe. */
 md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_handle prepared,
                           const md_request *req, md__exec **out);
 /* Drops every reference and mapping x holds and frees it. Never fails; x may be half built. */

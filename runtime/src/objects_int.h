@@ -184,8 +184,8 @@ md_status md__close_client(md_device *, md_handle client, md_leak_report *leaks)
  * the device; *out is the prepared model's handle, owned by client. On error, the status is
  * returned with a message: INVALID_ARGUMENT (a NULL argument, client not live or closed during
  * the call, an invalid model), GENERAL_FAILURE (an unsupported operation, a pool that cannot
- * be mapped), RESOURCE_EXHAUSTED_* or the backend's; nothing is created and *out is 0 (when out
- * is not NULL). */
+ * be mapped), RESOURCE_EXHAUSTED_* or the backend's; nothing is created, and *out is 0 (left
+ * untouched when model or out is NULL). */
 md_status md__prepare_model(md_device *, md_handle client, const md_model *, md_handle *prepared);
 
 /* release_prepared_model (SPEC 1, prepared.c): kills the handle; the prepared model is
