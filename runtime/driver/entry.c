@@ -6,7 +6,7 @@
 #include <pthread.h>
 #include <stddef.h>
 
-#include "device.h"
+#include "driver_int.h"
 #include "md/backend.h"
 #include "md/sim.h"
 #ifdef MD_WITH_HIP

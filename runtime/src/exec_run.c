@@ -1,36 +1,17 @@
-/* execute.c - executions (SPEC section 4): request validation, running a prepared model's
- * operations through the kernel registry on the device's backend, output shapes, and
- * asynchronous executions with events.
+/* exec_run.c - running a validated execution (SPEC section 4): its operands' state, the inputs
+ * to the device, each operation's shapes and kernel on the device's backend, the outputs back,
+ * and md__execute, which validates, runs and answers in the calling thread.
  *
- * An execution holds references on everything it uses (client, prepared model, buffers, their
- * storage, pool mappings) from validation to its end, so free_buffer, release and
- * close_client may run at any time: handles die at once, memory goes when it ends. */
-#include <pthread.h>
+ * The execution contexts (md__exec_ctx: per-operand state and device temporaries kept for the
+ * next execution) are this file's layout; a prepared model caches them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 
 #include "error.h"
+#include "exec_int.h"
 #include "kernels/kernel_ctx.h"
-#include "runtime_int.h"
-
-#define TOKFMT "0x%016llx"
-#define TOK(t) ((unsigned long long)(t))
-
-enum { ARG_NONE = 0, ARG_POOL = 1, ARG_TOKEN = 2 };
-
-typedef struct io_arg {
-  uint8_t kind;
-  uint32_t pool;
-  uint64_t offset, length;   /* pool args; length: capacity for outputs */
-  bool whole;                /* a non-BLOB hardware buffer: the whole mapping is the argument */
-  uint32_t rank;             /* requested dims: model dims combined with the argument's */
-  uint32_t dims[MD_MAX_RANK];
-  md__buffer *buf;           /* token args */
-  md__storage *rd;           /* token inputs: storage held for reading */
-} io_arg;
 
 /* Per operand, while an execution runs. */
 typedef struct opnd_state {
@@ -107,36 +88,6 @@ static md_status ctx_dev(md_device *d, md__exec_ctx *c, uint32_t i, uint64_t byt
   return MD_NONE;
 }
 
-struct md__event {
-  pthread_mutex_t lock;
-  pthread_cond_t cond;
-  bool done;
-  md_status status;
-  char message[MD__ERROR_MAX];
-  uint32_t n_shapes;
-  md_output_shape *shapes;
-  md_timing timing;
-};
-
-struct md__exec {
-  md__exec *next;
-  md_device *d;
-  md_handle client, prepared;
-  md__hentry *ce, *pe, *ee;
-  md__prepared *p;
-  const md_request *req;     /* the caller's; valid only during validation */
-  uint32_t n_in, n_out, n_pools;
-  io_arg *in, *out;
-  md__mapping *maps;         /* per request pool; scope NULL for token pools */
-  md__hentry **tok;          /* per request pool: the buffer's entry, or NULL */
-  md_output_shape *shapes;   /* n_out */
-  md__pool_plan *plans;      /* per request pool, during validation */
-  md_timing timing;
-  bool inject_kfail;         /* a fault plan's kernel_fail: the first kernel reports it */
-  char inject_msg[192];
-  /* in, out, maps, tok, shapes and plans live in the same allocation, after this struct */
-};
-
 static uint64_t now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -144,293 +95,6 @@ static uint64_t now_ns(void) {
 }
 
 static bool is_param(md_operand_type t) { return md__type_is_scalar(t) || t == MD_TENSOR_INT32; }
-
-static uint64_t opnd_bytes(md_operand_type t, uint32_t rank, const uint32_t *dims) {
-  return md__type_is_scalar(t) ? md_operand_type_size(t) : md__type_bytes(t, rank, dims);
-}
-
-/* ---- lifetime of an md__exec ---- */
-
-static void exec_free(md__exec *x) {
-  md_device *d = x->d;
-  for (uint32_t i = 0; x->in && i < x->n_in; i++) md__storage_put(d, x->in[i].rd);
-  for (uint32_t i = 0; x->maps && i < x->n_pools; i++) {
-    if (x->maps[i].scope) md__mapping_release(&x->maps[i]);
-    if (x->tok[i]) md__handle_put(&d->ht, x->tok[i]);
-  }
-  if (x->ee) md__handle_put(&d->ht, x->ee);
-  if (x->pe) md__handle_put(&d->ht, x->pe);
-  if (x->ce) md__handle_put(&d->ht, x->ce);
-  free(x);
-}
-
-/* One allocation for an execution and its per-argument and per-pool arrays. */
-static md__exec *exec_alloc(uint32_t n_in, uint32_t n_out, uint32_t n_pools) {
-#define ALIGN8(n) (((n) + 7u) & ~(size_t)7u)
-  size_t off_in = ALIGN8(sizeof(md__exec));
-  size_t off_out = off_in + ALIGN8((size_t)n_in * sizeof(io_arg));
-  size_t off_maps = off_out + ALIGN8((size_t)n_out * sizeof(io_arg));
-  size_t off_tok = off_maps + ALIGN8((size_t)n_pools * sizeof(md__mapping));
-  size_t off_shapes = off_tok + ALIGN8((size_t)n_pools * sizeof(md__hentry *));
-  size_t off_plans = off_shapes + ALIGN8((size_t)n_out * sizeof(md_output_shape));
-  size_t total = off_plans + (size_t)n_pools * sizeof(md__pool_plan);
-#undef ALIGN8
-  uint8_t *p = calloc(1, total);
-  if (!p) return NULL;
-  md__exec *x = (md__exec *)p;
-  x->in = (io_arg *)(p + off_in);
-  x->out = (io_arg *)(p + off_out);
-  x->maps = (md__mapping *)(p + off_maps);
-  x->tok = (md__hentry **)(p + off_tok);
-  x->shapes = (md_output_shape *)(p + off_shapes);
-  x->plans = (md__pool_plan *)(p + off_plans);
-  x->n_in = n_in;
-  x->n_out = n_out;
-  x->n_pools = n_pools;
-  return x;
-}
-
-/* "execute: request pool 3" without formatting on every call: the first 64 names per entry
- * point are made once. */
-static char pool_names[2][64][40];
-static pthread_once_t pool_names_once = PTHREAD_ONCE_INIT;
-
-static void make_pool_names(void) {
-  for (uint32_t i = 0; i < 64; i++) {
-    snprintf(pool_names[0][i], sizeof pool_names[0][i], "execute: request pool %u", i);
-    snprintf(pool_names[1][i], sizeof pool_names[1][i], "execute_async: request pool %u", i);
-  }
-}
-
-static const char *pool_what(const char *fn, uint32_t i, char *buf, size_t n) {
-  int async = strcmp(fn, "execute_async") == 0;
-  if (i < 64 && (async || strcmp(fn, "execute") == 0)) {
-    pthread_once(&pool_names_once, make_pool_names);
-    return pool_names[async][i];
-  }
-  snprintf(buf, n, "%s: request pool %u", fn, i);
-  return buf;
-}
-
-/* ---- validation ---- */
-
-static md_status check_arg(md__exec *x, const char *fn, const md_request_arg *a, uint32_t is_out, uint32_t i,
-                           io_arg *out) {
-  const md__model *m = x->p->model;
-  const md__operand *o = &m->operands[is_out ? m->outputs[i] : m->inputs[i]];
-  const char *io = is_out ? "output" : "input";
-  char s1[64], s2[64];
-  if (a->has_no_value) {
-    out->kind = ARG_NONE;
-    return MD_NONE;
-  }
-  if (a->pool >= x->n_pools)
-    return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: pool %u is out of range (%u pools)", fn, io, i, a->pool, x->n_pools);
-  if (a->rank > MD_MAX_RANK || (a->rank && !a->dims))
-    return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: rank %u %s", fn, io, i, a->rank,
-                    a->rank > MD_MAX_RANK ? "exceeds MD_MAX_RANK (8)" : "has NULL dims");
-  if (a->rank && md__type_is_scalar(o->type))
-    return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: a scalar takes no dims (rank %u)", fn, io, i, a->rank);
-  out->pool = a->pool;
-  uint32_t axis;
-  if (md__dims_combine(o->rank, o->dims, a->rank, a->dims, &out->rank, out->dims, &axis))
-    return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: dims %s do not combine with the model's %s", fn, io, i,
-                    md__dims_str(a->rank, a->dims, s1, sizeof s1), md__dims_str(o->rank, o->dims, s2, sizeof s2));
-
-  md__hentry *te = x->tok[a->pool];
-  if (te) {
-    md__buffer *b = te->obj;
-    md_token t = x->req->pools[a->pool].token;
-    out->kind = ARG_TOKEN;
-    out->buf = b;
-    if (a->offset || a->length)
-      return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: token " TOKFMT ": offset %llu and length %llu must be 0", fn, io,
-                      i, TOK(t), (unsigned long long)a->offset, (unsigned long long)a->length);
-    if (!md__buffer_has_role(te, x->prepared, is_out, i))
-      return md__fail(MD_INVALID_ARGUMENT,
-                      "%s: %s %u: token " TOKFMT " was not allocated for this role (prepared model 0x%016llx, %s %u)",
-                      fn, io, i, TOK(t), (unsigned long long)x->prepared, io, i);
-    /* Inputs combine with what the buffer holds now, outputs with what it may ever hold. */
-    uint32_t brank, bdims[MD_MAX_RANK];
-    md__spin_lock(&b->lock);
-    brank = is_out ? b->init_rank : b->cur_rank;
-    if (brank) memcpy(bdims, is_out ? md__buf_init_dims(b) : md__buf_cur_dims(b), brank * sizeof *bdims);
-    md__spin_unlock(&b->lock);
-    if (md__dims_combine(out->rank, out->dims, brank, bdims, &out->rank, out->dims, &axis))
-      return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: token " TOKFMT ": dims %s do not combine with the buffer's %s",
-                      fn, io, i, TOK(t), md__dims_str(out->rank, out->dims, s1, sizeof s1),
-                      md__dims_str(brank, bdims, s2, sizeof s2));
-    return MD_NONE;
-  }
-
-  const md_memory *mem = &x->req->pools[a->pool].memory;
-  out->kind = ARG_POOL;
-  out->offset = a->offset;
-  out->length = a->length;
-  uint32_t need_prot = is_out ? PROT_WRITE : PROT_READ;
-  if (!(mem->prot & need_prot))
-    return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: pool %u is not %s (prot %u)", fn, io, i, a->pool,
-                    is_out ? "writable" : "readable", mem->prot);
-  uint64_t size = x->plans[a->pool].logical;
-  if (mem->kind == MD_MEM_HARDWARE_BUFFER) {
-    /* Non-BLOB hardware buffers have no logical size: the argument is the whole buffer. */
-    if (a->offset || a->length)
-      return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: pool %u is a non-BLOB hardware buffer: offset and length must be 0",
-                      fn, io, i, a->pool);
-    out->whole = true;
-  } else if (a->offset > size || a->length > size - a->offset) {
-    return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: offset %llu + length %llu is past the end of pool %u (%llu bytes)",
-                    fn, io, i, (unsigned long long)a->offset, (unsigned long long)a->length, a->pool,
-                    (unsigned long long)size);
-  }
-  bool known = md__type_is_scalar(o->type) || md__dims_known(out->rank, out->dims);
-  uint64_t bytes = known ? opnd_bytes(o->type, out->rank, out->dims) : 0;
-  if (!is_out && !known)
-    return md__fail(MD_INVALID_ARGUMENT, "%s: input %u: dims %s are not fully known", fn, i,
-                    md__dims_str(out->rank, out->dims, s1, sizeof s1));
-  if (mem->kind != MD_MEM_HARDWARE_BUFFER && known && (a->length || !is_out) && a->length != bytes)
-    return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: length %llu != %llu bytes of dims %s", fn, io, i,
-                    (unsigned long long)a->length, (unsigned long long)bytes,
-                    md__dims_str(out->rank, out->dims, s1, sizeof s1));
-  return MD_NONE;
-}
-
-/* Validates the request and takes everything the execution needs. On failure everything is
- * released and *out is NULL. */
-static md_status exec_create(md_device *d, const char *fn, md_handle client, md_handle prepared,
-                             const md_request *req, md__exec **out) {
-  *out = NULL;
-  /* Sized from the request; the counts are checked against the model below. */
-  uint32_t n_in = req ? req->n_inputs : 0, n_out = req ? req->n_outputs : 0, n_pools = req ? req->n_pools : 0;
-  md__exec *x = exec_alloc(n_in, n_out, n_pools);
-  if (!x) return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "%s: out of memory", fn);
-  x->d = d;
-  x->client = client;
-  x->prepared = prepared;
-  x->n_pools = 0;   /* nothing of the pools is held yet (exec_free walks n_pools) */
-  md_status st = md__client_get(d, fn, client, &x->ce);
-  if (st != MD_NONE) goto fail;
-  st = md__owned_get(d, fn, "prepared model", client, prepared, MD__KIND_PREPARED, &x->pe);
-  if (st != MD_NONE) goto fail;
-  x->p = x->pe->obj;
-  const md__model *m = x->p->model;
-  if (!req) {
-    st = md__fail(MD_INVALID_ARGUMENT, "%s: request is NULL", fn);
-    goto fail;
-  }
-  x->req = req;
-  if (req->n_inputs != m->n_inputs || req->n_outputs != m->n_outputs) {
-    st = md__fail(MD_INVALID_ARGUMENT, "%s: request has %u inputs and %u outputs, the model %u and %u", fn,
-                  req->n_inputs, req->n_outputs, m->n_inputs, m->n_outputs);
-    goto fail;
-  }
-  if ((req->n_inputs && !req->inputs) || (req->n_outputs && !req->outputs) || (req->n_pools && !req->pools)) {
-    st = md__fail(MD_INVALID_ARGUMENT, "%s: request %s is NULL with a non-zero count", fn,
-                  req->n_inputs && !req->inputs ? "inputs" : req->n_outputs && !req->outputs ? "outputs" : "pools");
-    goto fail;
-  }
-  x->n_pools = req->n_pools;
-
-  /* Pools: tokens valid for this client, memories valid. */
-  for (uint32_t i = 0; i < x->n_pools && st == MD_NONE; i++) {
-    const md_request_pool *rp = &req->pools[i];
-    char buf[64];
-    if (rp->is_token) {
-      st = md__owned_get(d, fn, "token", client, rp->token, MD__KIND_BUFFER, &x->tok[i]);
-      if (st != MD_NONE) {
-        snprintf(buf, sizeof buf, "pool %u: token", i);
-        /* Again with the pool named in the message (a token cannot come back to life). */
-        if (md__owned_get(d, fn, buf, client, rp->token, MD__KIND_BUFFER, &x->tok[i]) == MD_NONE)
-          md__handle_put(&d->ht, x->tok[i]);
-        x->tok[i] = NULL;
-      }
-    } else {
-      st = md__pool_validate(&rp->memory, MD__POOL_IO, pool_what(fn, i, buf, sizeof buf), &x->plans[i]);
-    }
-  }
-  /* Arguments: counts, dims, bounds, roles. */
-  for (uint32_t i = 0; i < x->n_in && st == MD_NONE; i++) st = check_arg(x, fn, &req->inputs[i], 0, i, &x->in[i]);
-  for (uint32_t i = 0; i < x->n_out && st == MD_NONE; i++) st = check_arg(x, fn, &req->outputs[i], 1, i, &x->out[i]);
-  if (st != MD_NONE) goto fail;
-
-#ifndef MD_MUTANT_output_alias_unchecked
-  /* A token written by this request is used nowhere else in it. */
-  for (uint32_t i = 0; i < x->n_out; i++) {
-    if (x->out[i].kind != ARG_TOKEN) continue;
-    md_token t = req->pools[x->out[i].pool].token;
-    for (uint32_t j = 0; j < x->n_in + x->n_out; j++) {
-      const io_arg *o = j < x->n_in ? &x->in[j] : &x->out[j - x->n_in];
-      if (o == &x->out[i] || o->kind != ARG_TOKEN || req->pools[o->pool].token != t) continue;
-      st = md__fail(MD_INVALID_ARGUMENT, "%s: output %u: token " TOKFMT " is also %s %u of the request", fn, i, TOK(t),
-                    j < x->n_in ? "input" : "output", j < x->n_in ? j : j - x->n_in);
-      goto fail;
-    }
-  }
-#endif
-
-  /* Inputs must be initialized: after every INVALID_ARGUMENT check (the role comes first). */
-  for (uint32_t i = 0; i < x->n_in; i++) {
-    io_arg *a = &x->in[i];
-    if (a->kind != ARG_TOKEN) continue;
-#ifdef MD_MUTANT_init_unchecked
-    md__spin_lock(&a->buf->lock);
-    a->rd = a->buf->st;
-    if (a->rd) md__ref_get(&a->rd->ref);
-    md__spin_unlock(&a->buf->lock);
-    if (!a->rd) {
-      st = md__fail(MD_GENERAL_FAILURE, "%s: input %u: buffer has no storage", fn, i);
-      goto fail;
-    }
-    continue;
-#endif
-    uint32_t rank, dims[MD_MAX_RANK], axis;
-    st = md__buffer_read_begin(a->buf, &a->rd, &rank, dims);
-    if (st != MD_NONE) {
-      md__fail_prefix(st, "%s: input %u: token " TOKFMT, fn, i, TOK(req->pools[a->pool].token));
-      goto fail;
-    }
-    if (md__dims_combine(a->rank, a->dims, rank, dims, &a->rank, a->dims, &axis)) {
-      st = md__fail(MD_INVALID_ARGUMENT, "%s: input %u: the buffer's dims changed during the call", fn, i);
-      goto fail;
-    }
-  }
-
-  /* Map the memory pools last: a pool that cannot be mapped is GENERAL_FAILURE. */
-  md__client *c = x->ce->obj;
-  for (uint32_t i = 0; i < x->n_pools; i++) {
-    if (req->pools[i].is_token) continue;
-    char buf[64];
-    st = md__pool_acquire(c->pools, &req->pools[i].memory, MD__POOL_IO, pool_what(fn, i, buf, sizeof buf),
-                          &x->plans[i], &x->maps[i]);
-    if (st != MD_NONE) goto fail;
-  }
-  /* The backend's fault point (fault plans count valid executions): kernel_fail is reported
-   * by this execution's first kernel; device_lost fails the call itself. */
-  st = md__fault_point(d, MD_FAULT_EXECUTION, fn);
-  if (st == MD_GENERAL_FAILURE) {
-    x->inject_kfail = true;
-    snprintf(x->inject_msg, sizeof x->inject_msg, "%s", md__last_error());
-    md__clear_error();
-    st = MD_NONE;
-  }
-  if (st != MD_NONE) goto fail;
-  x->req = NULL;
-  *out = x;
-  return MD_NONE;
-
-fail:
-  /* SPEC 4: a failed execution leaves every device output of the request uninitialized, also
-   * when it fails before running (the outputs whose tokens were already resolved). */
-#ifndef MD_MUTANT_no_deinit
-  if (req && x->tok && req->outputs)
-    for (uint32_t i = 0; i < req->n_outputs; i++) {
-      const md_request_arg *a = &req->outputs[i];
-      if (!a->has_no_value && a->pool < x->n_pools && x->tok[a->pool]) md__buffer_uninit(x->tok[a->pool]->obj);
-    }
-#endif
-  exec_free(x);
-  return st;
-}
 
 /* ---- running ---- */
 
@@ -494,7 +158,7 @@ static md_status bind_inputs(md__exec *x, md__exec_ctx *ctx, md_stream *stream, 
     s->has_value = true;
     s->rank = a->rank;
     memcpy(s->dims, a->dims, sizeof s->dims);
-    s->bytes = opnd_bytes(o->type, a->rank, a->dims);
+    s->bytes = md__opnd_bytes(o->type, a->rank, a->dims);
     if (a->kind == ARG_POOL) {
       uint8_t *src = x->maps[a->pool].base + a->offset;
       if (x->maps[a->pool].size - a->offset < s->bytes)
@@ -544,7 +208,7 @@ static void tensor_of(md_device *d, const md__operand *o, const opnd_state *s, m
 
 /* A kernel queued on an asynchronous execution's stream. Its call, tensors, scratch context and
  * status are read by the device's worker until the stream is synchronized, so they live here, not
- * on run_op's stack; exec_run synchronizes once for all of them (docs/execution.md). */
+ * on run_op's stack; md__exec_run synchronizes once for all of them (docs/execution.md). */
 typedef struct pending {
   md_kernel_call call;
   md_kernel_status kst;
@@ -633,7 +297,7 @@ static md_status run_op(md__exec *x, md__exec_ctx *ctx, md_stream *stream, uint3
     }
     s->rank = sh[j].rank;
     memcpy(s->dims, sh[j].dims, sizeof s->dims);
-    s->bytes = opnd_bytes(o->type, s->rank, s->dims);
+    s->bytes = md__opnd_bytes(o->type, s->rank, s->dims);
     s->has_value = true;
     if (s->bytes == UINT64_MAX) {
       st = md__fail(MD_GENERAL_FAILURE, "output %u (operand %u): dims %s overflow", j, oi, md__dims_str(s->rank, s->dims, s1, sizeof s1));
@@ -709,14 +373,14 @@ static md_status run_op(md__exec *x, md__exec_ctx *ctx, md_stream *stream, uint3
     st = d->be->launch(d->bk, stream, k, call, ks);
   }
   if (pl) {
-    /* Queued (or refused at once): exec_run synchronizes and reads ks for every pending kernel;
+    /* Queued (or refused at once): md__exec_run synchronizes and reads ks for every pending kernel;
      * a launch the backend refused is reported the same way. */
     pl->refused = injected || st != MD_NONE; /* a queued kernel's ks is the worker's until the sync */
     if (st != MD_NONE && ks->code == MD_NONE) {
       ks->code = st;
       snprintf(ks->message, sizeof ks->message, "%s", md__last_error());
     }
-    *dev_ns += dev_time(d, 1, 0, 0); /* modelled time; exec_run adds the wall time otherwise */
+    *dev_ns += dev_time(d, 1, 0, 0); /* modelled time; md__exec_run adds the wall time otherwise */
     st = MD_NONE;
     goto out;
   }
@@ -788,7 +452,7 @@ static bool writes_host(const md__model *m, const opnd_state *os, uint32_t n) {
 /* Runs a validated execution. Fills x->shapes and x->timing; the message of a failure is
  * the calling thread's last error. An asynchronous one queues its input copies, kernels and
  * output copies on the context's stream and synchronizes once, at the end. */
-static md_status exec_run(md__exec *x, bool async) {
+md_status md__exec_run(md__exec *x, bool async) {
   md_device *d = x->d;
   const md__model *m = x->p->model;
   uint64_t t0 = now_ns(), dev_ns = 0;
@@ -889,8 +553,8 @@ static md_status exec_run(md__exec *x, bool async) {
   return st;
 }
 
-static void give_results(const md__exec *x, md_status st, md_output_shape *shapes, uint32_t n_shapes,
-                         md_timing *timing) {
+void md__exec_results(const md__exec *x, md_status st, md_output_shape *shapes, uint32_t n_shapes,
+                      md_timing *timing) {
   if (shapes && n_shapes) {
     memset(shapes, 0, n_shapes * sizeof *shapes);
     if (st == MD_NONE || st == MD_OUTPUT_INSUFFICIENT_SIZE)
@@ -901,166 +565,11 @@ static void give_results(const md__exec *x, md_status st, md_output_shape *shape
 
 md_status md__execute(md_device *d, md_handle client, md_handle prepared, const md_request *req,
                       md_output_shape *shapes, uint32_t n_shapes, md_timing *timing) {
-  md__exec *x;   /* shapes and timing were cleared by the entry point (device.c) */
-  md_status st = exec_create(d, "execute", client, prepared, req, &x);
+  md__exec *x;   /* shapes and timing were cleared by the entry point (driver.c) */
+  md_status st = md__exec_create(d, "execute", client, prepared, req, &x);
   if (st != MD_NONE) return st;
-  st = exec_run(x, false);
-  give_results(x, st, shapes, n_shapes, timing);
-  exec_free(x);
-  return st;
-}
-
-/* ---- asynchronous executions ---- */
-
-void md__event_destroy(md_device *d, md__event *ev) {
-  (void)d;
-  pthread_mutex_destroy(&ev->lock);
-  pthread_cond_destroy(&ev->cond);
-  free(ev->shapes);
-  free(ev);
-}
-
-static void *worker_main(void *arg) {
-  md_device *d = arg;
-  pthread_mutex_lock(&d->q_lock);
-  for (;;) {
-    while (!d->q_head && !d->stopping) pthread_cond_wait(&d->q_cond, &d->q_lock);
-    md__exec *x = d->q_head;
-    if (!x) break;  /* stopping and drained */
-    d->q_head = x->next;
-    if (!d->q_head) d->q_tail = NULL;
-    pthread_mutex_unlock(&d->q_lock);
-
-    md__clear_error();
-    md_status st = exec_run(x, true);
-    md__event *ev = x->ee->obj;
-    pthread_mutex_lock(&ev->lock);
-    ev->status = st;
-    snprintf(ev->message, sizeof ev->message, "%s", st == MD_NONE ? "" : md__last_error());
-    give_results(x, st, ev->shapes, ev->n_shapes, &ev->timing);
-    ev->done = true;
-    pthread_cond_broadcast(&ev->cond);
-    pthread_mutex_unlock(&ev->lock);
-    exec_free(x);   /* drops the references the execution held, the event's included */
-
-    pthread_mutex_lock(&d->q_lock);
-  }
-  pthread_mutex_unlock(&d->q_lock);
-  return NULL;
-}
-
-void md__executor_stop(md_device *d) {
-  pthread_mutex_lock(&d->q_lock);
-  d->stopping = true;
-  pthread_cond_broadcast(&d->q_cond);
-  uint32_t n = d->n_workers;
-  pthread_mutex_unlock(&d->q_lock);
-  for (uint32_t i = 0; i < n; i++) pthread_join(d->workers[i], NULL);
-}
-
-md_status md__execute_async(md_device *d, md_handle client, md_handle prepared, const md_request *req,
-                            md_handle *event) {
-  if (!event) return md__fail(MD_INVALID_ARGUMENT, "execute_async: event is NULL");
-  *event = 0;
-  md__exec *x;
-  md_status st = exec_create(d, "execute_async", client, prepared, req, &x);
-  if (st != MD_NONE) return st;
-  md__event *ev = calloc(1, sizeof *ev);
-  if (ev) ev->shapes = calloc(x->n_out + 1, sizeof *ev->shapes);
-  if (!ev || !ev->shapes) {
-    if (ev) free(ev);
-    exec_free(x);
-    return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "execute_async: out of memory");
-  }
-  ev->n_shapes = x->n_out;
-  pthread_mutex_init(&ev->lock, NULL);
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&ev->cond, &ca);
-  pthread_condattr_destroy(&ca);
-  md_handle h;
-  st = md__handle_issue(&d->ht, MD__KIND_EVENT, client, ev, &h, &x->ee);
-  if (st != MD_NONE) {
-    md__event_destroy(d, ev);
-    exec_free(x);
-    return md__fail(st, "execute_async: too many live handles");
-  }
-  md__handle_ref(x->ee);   /* the execution's own reference; the table holds the other */
-
-  pthread_mutex_lock(&d->q_lock);
-  if (d->stopping) {
-    pthread_mutex_unlock(&d->q_lock);
-    md__handle_kill(&d->ht, x->ee, h);
-    exec_free(x);
-    return md__fail(MD_DEVICE_UNAVAILABLE, "execute_async: the device is closing");
-  }
-  if (d->n_workers < 2) {
-    /* Workers start with the first asynchronous execution. */
-    if (pthread_create(&d->workers[d->n_workers], NULL, worker_main, d) == 0) d->n_workers++;
-  }
-  if (d->n_workers == 0) {
-    pthread_mutex_unlock(&d->q_lock);
-    md__handle_kill(&d->ht, x->ee, h);
-    exec_free(x);
-    return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "execute_async: cannot start a worker thread");
-  }
-  x->next = NULL;
-  if (d->q_tail) d->q_tail->next = x;
-  else d->q_head = x;
-  d->q_tail = x;
-  pthread_cond_signal(&d->q_cond);
-  pthread_mutex_unlock(&d->q_lock);
-  *event = h;
-  return MD_NONE;
-}
-
-md_status md__wait_event(md_device *d, md_handle client, md_handle event, uint64_t timeout_ns,
-                         md_output_shape *shapes, uint32_t n_shapes, md_timing *timing) {
-  md__hentry *ce, *ee;   /* shapes and timing were cleared by the entry point (device.c) */
-  md_status st = md__client_get(d, "wait_event", client, &ce);
-  if (st != MD_NONE) return st;
-  st = md__owned_get(d, "wait_event", "event", client, event, MD__KIND_EVENT, &ee);
-  if (st != MD_NONE) {
-    md__handle_put(&d->ht, ce);
-    return st;
-  }
-  md__event *ev = ee->obj;
-  pthread_mutex_lock(&ev->lock);
-  if (!ev->done && timeout_ns != UINT64_MAX) {
-    struct timespec dl;
-    clock_gettime(CLOCK_MONOTONIC, &dl);
-    uint64_t ns = (uint64_t)dl.tv_nsec + timeout_ns % 1000000000ull;
-    uint64_t sec = (uint64_t)dl.tv_sec + timeout_ns / 1000000000ull + ns / 1000000000ull;
-    dl.tv_sec = sec > (uint64_t)INT64_MAX ? INT64_MAX : (time_t)sec;
-    dl.tv_nsec = (long)(ns % 1000000000ull);
-    while (!ev->done && pthread_cond_timedwait(&ev->cond, &ev->lock, &dl) == 0) {}
-  } else {
-    while (!ev->done) pthread_cond_wait(&ev->cond, &ev->lock);
-  }
-  bool done = ev->done;
-  md_status est = ev->status;
-  char msg[MD__ERROR_MAX];
-  snprintf(msg, sizeof msg, "%s", ev->message);
-  if (done) {
-    if (shapes && n_shapes)
-      memcpy(shapes, ev->shapes, (n_shapes < ev->n_shapes ? n_shapes : ev->n_shapes) * sizeof *shapes);
-    if (timing) *timing = ev->timing;
-  }
-  pthread_mutex_unlock(&ev->lock);
-  if (!done) {
-    st = md__fail(MD_MISSED_DEADLINE_TRANSIENT, "wait_event: event 0x%016llx: not finished within %llu ns",
-                  (unsigned long long)event, (unsigned long long)timeout_ns);
-  } else if (!md__handle_kill(&d->ht, ee, event)) {
-    /* Another wait consumed it first. */
-    if (shapes && n_shapes) memset(shapes, 0, n_shapes * sizeof *shapes);
-    if (timing) timing->on_device_ns = timing->in_driver_ns = UINT64_MAX;
-    st = md__fail(MD_INVALID_ARGUMENT, "wait_event: event 0x%016llx: was already waited for", (unsigned long long)event);
-  } else {
-    st = est;
-    if (st != MD_NONE) md__fail(st, "%s", msg);
-  }
-  md__handle_put(&d->ht, ee);
-  md__handle_put(&d->ht, ce);
+  st = md__exec_run(x, false);
+  md__exec_results(x, st, shapes, n_shapes, timing);
+  md__exec_free(x);
   return st;
 }
