@@ -1,0 +1,388 @@
+/* store_read.c - reading the results store for reports: runs by uuid or latest, runs of one
+ * driver and backend over time, the cases of a run as a cursor (one row at a time from SQLite,
+ * so memory does not grow with the run), verdict changes along runs, and the fuzz tables. Every
+ * query reads the file's own schema version: a v1 file opened read-only reads its missing
+ * columns as their defaults and its missing fuzz tables as empty. */
+#include "store_int.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define fail mdc_store__fail
+#define fail_db mdc_store__fail_db
+#define text mdc_store__text
+
+/* The run columns as the file has them, after id, plus the duration in seconds. */
+static const char *run_select(const mdc_store *s) {
+  return s->version >= 2
+           ? "SELECT id, " MDC_STORE__RUN_COLS ", "
+             "CASE WHEN ended_at IS NULL THEN -1.0 "
+             "ELSE (julianday(ended_at) - julianday(started_at)) * 86400.0 END FROM runs "
+           : "SELECT id, " MDC_STORE__RUN_COLS_V1_AS ", "
+             "CASE WHEN ended_at IS NULL THEN -1.0 "
+             "ELSE (julianday(ended_at) - julianday(started_at)) * 86400.0 END FROM runs ";
+}
+
+/* Points row's fields at the statement's columns (valid until its next step). */
+static void run_from_stmt(sqlite3_stmt *st, mdc_run_row *r) {
+  memset(r, 0, sizeof *r);
+  r->id = sqlite3_column_int64(st, 0);
+  const char **strs[] = {&r->uuid, &r->started_at, &r->ended_at, &r->kind, &r->driver_name,
+                         &r->driver_version, &r->driver_path, &r->backend, &r->device, &r->config};
+  for (int i = 0; i < 10; i++) *strs[i] = text(st, 1 + i);
+  r->has_seed = sqlite3_column_type(st, 11) != SQLITE_NULL;
+  r->seed = (uint64_t)sqlite3_column_int64(st, 11);
+  r->shard_index = (uint32_t)sqlite3_column_int64(st, 12);
+  r->shard_count = (uint32_t)sqlite3_column_int64(st, 13);
+  r->host = text(st, 14);
+  r->revision = text(st, 15);
+  r->has_counts = sqlite3_column_type(st, 16) != SQLITE_NULL;
+  uint32_t *counts[] = {&r->cases, &r->passed, &r->failed, &r->crashed, &r->timed_out, &r->unexpected};
+  for (int i = 0; i < 6; i++) *counts[i] = (uint32_t)sqlite3_column_int64(st, 16 + i);
+  r->interrupted = sqlite3_column_int(st, 22) != 0;
+  r->duration_s = sqlite3_column_double(st, 23);
+}
+
+/* Copies the strings of *src into one block owned by *dst. */
+static int run_own(mdc_store *s, const mdc_run_row *src, mdc_run_row *dst) {
+  mdc_run_row r = *src;
+  const char **strs[] = {&r.uuid, &r.started_at, &r.ended_at, &r.kind, &r.driver_name,
+                         &r.driver_version, &r.driver_path, &r.backend, &r.device, &r.config,
+                         &r.host, &r.revision};
+  enum { N = sizeof strs / sizeof strs[0] };
+  size_t need = 1;
+  for (int i = 0; i < N; i++) need += *strs[i] ? strlen(*strs[i]) + 1 : 0;
+  char *mem = malloc(need), *p = mem;
+  if (!mem) return fail(s, "run: out of memory");
+  for (int i = 0; i < N; i++) {
+    if (!*strs[i]) continue;
+    size_t len = strlen(*strs[i]);
+    memcpy(p, *strs[i], len + 1);
+    *strs[i] = p;
+    p += len + 1;
+  }
+  r.mem_ = mem;
+  *dst = r;
+  return 0;
+}
+
+void mdc_store_run_row_free(mdc_run_row *row) {
+  if (!row) return;
+  free(row->mem_);
+  memset(row, 0, sizeof *row);
+}
+
+/* Runs a run query whose parameters bind() sets, and owns its first row into *row. */
+static int run_one(mdc_store *s, const char *where, const char *a, int64_t n, mdc_run_row *row,
+                   const char *missing) {
+  char sql[1024];
+  snprintf(sql, sizeof sql, "%s%s", run_select(s), where);
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) return fail_db(s, s->db, "run");
+  if (a) sqlite3_bind_text(st, 1, a, -1, SQLITE_STATIC);
+  else sqlite3_bind_int64(st, 1, n);
+  int rc = sqlite3_step(st), ret;
+  if (rc == SQLITE_ROW) {
+    mdc_run_row tmp;
+    run_from_stmt(st, &tmp);
+    ret = run_own(s, &tmp, row);
+  } else if (rc == SQLITE_DONE) {
+    fail(s, "%s", missing);
+    ret = MDC_STORE_NOT_FOUND;
+  } else {
+    ret = fail_db(s, s->db, "run");
+  }
+  sqlite3_finalize(st);
+  return ret;
+}
+
+int mdc_store_run_get(mdc_store *s, int64_t run_id, mdc_run_row *row) {
+  if (!s || !row) return -1;
+  memset(row, 0, sizeof *row);
+  char missing[64];
+  snprintf(missing, sizeof missing, "run %" PRId64 ": no such run", run_id);
+  return run_one(s, "WHERE id = ?1", NULL, run_id, row, missing);
+}
+
+int mdc_store_run_find(mdc_store *s, const char *ref, const char *kind, mdc_run_row *row) {
+  if (!s || !row) return -1;
+  memset(row, 0, sizeof *row);
+  if (!ref || !ref[0]) return fail(s, "no run given (a uuid, a prefix of one, or 'latest')");
+  char missing[256];
+  if (strcmp(ref, "latest") == 0) {
+    if (kind) snprintf(missing, sizeof missing, "no run of kind '%.64s'", kind);
+    else snprintf(missing, sizeof missing, "no runs");
+    return run_one(s, kind ? "WHERE kind = ?1 ORDER BY started_at DESC, id DESC LIMIT 1"
+                           : "WHERE ?1 IS NULL OR 1 ORDER BY started_at DESC, id DESC LIMIT 1",
+                   kind, 0, row, missing);
+  }
+  size_t len = strlen(ref);
+  for (size_t i = 0; i < len; i++)
+    if (!strchr("0123456789abcdefABCDEF-", ref[i]) || len > 36) {
+      fail(s, "'%.64s' is not a run uuid (nor 'latest')", ref);
+      return MDC_STORE_NOT_FOUND;
+    }
+  snprintf(missing, sizeof missing, "no run '%s'", ref);
+  if (len == 36) return run_one(s, "WHERE uuid = lower(?1)", ref, 0, row, missing);
+  if (len < 4) {
+    fail(s, "run '%s': a uuid prefix needs at least 4 characters", ref);
+    return MDC_STORE_NOT_FOUND;
+  }
+  /* A prefix: exactly one run must start with it. */
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM runs WHERE substr(uuid, 1, length(?1)) = lower(?1)",
+                         -1, &st, NULL) != SQLITE_OK)
+    return fail_db(s, s->db, "run");
+  sqlite3_bind_text(st, 1, ref, -1, SQLITE_STATIC);
+  int64_t n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+  sqlite3_finalize(st);
+  if (n < 0) return fail_db(s, s->db, "run");
+  if (n > 1) {
+    fail(s, "run '%s': %" PRId64 " runs start with it; give more of the uuid", ref, n);
+    return MDC_STORE_NOT_FOUND;
+  }
+  return run_one(s, "WHERE substr(uuid, 1, length(?1)) = lower(?1)", ref, 0, row, missing);
+}
+
+int mdc_store_runs_each(mdc_store *s, const mdc_run_filter *f,
+                        int (*fn)(void *ctx, const mdc_run_row *row), void *ctx) {
+  if (!s || !fn) return -1;
+  mdc_run_filter none = {0};
+  if (!f) f = &none;
+  /* The newest `limit` in a subquery, then turned oldest first. */
+  char sql[2048];
+  snprintf(sql, sizeof sql,
+           "SELECT * FROM (%s WHERE (?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR driver_name = ?2) "
+           "AND (?3 IS NULL OR backend = ?3) AND (?4 IS NULL OR started_at < ?4) "
+           "ORDER BY started_at DESC, id DESC LIMIT ?5) ORDER BY 3, 1",
+           run_select(s));
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) return fail_db(s, s->db, "runs");
+  mdc_store__bind_text(st, 1, f->kind);
+  mdc_store__bind_text(st, 2, f->driver_name);
+  mdc_store__bind_text(st, 3, f->backend);
+  mdc_store__bind_text(st, 4, f->started_before);
+  sqlite3_bind_int64(st, 5, f->limit ? (int64_t)f->limit : -1);
+  int rc, ret = 0;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    mdc_run_row r;
+    run_from_stmt(st, &r);
+    if ((ret = fn(ctx, &r)) != 0) break;
+  }
+  if (ret == 0 && rc != SQLITE_DONE) ret = fail_db(s, s->db, "runs");
+  sqlite3_finalize(st);
+  return ret;
+}
+
+int mdc_store_run_counts(mdc_store *s, int64_t run_id, uint32_t counts[MDC_CS_COUNT]) {
+  if (!s || !counts) return -1;
+  memset(counts, 0, MDC_CS_COUNT * sizeof counts[0]);
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(s->db, "SELECT status, count(*) FROM cases WHERE run_id = ?1 GROUP BY status",
+                         -1, &st, NULL) != SQLITE_OK)
+    return fail_db(s, s->db, "run_counts");
+  sqlite3_bind_int64(st, 1, run_id);
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    int k = mdc_store_status_parse(text(st, 0));
+    if (k >= 0) counts[k] = (uint32_t)sqlite3_column_int64(st, 1);
+  }
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE) return fail_db(s, s->db, "run_counts");
+  return 0;
+}
+
+/* ---- cases ---- */
+
+struct mdc_case_iter {
+  mdc_store *s;
+  sqlite3_stmt *st;
+};
+
+int mdc_store_cases_open(mdc_store *s, const mdc_case_query *q, mdc_case_iter **it) {
+  if (!s || !q || !it) return -1;
+  *it = NULL;
+  static const char *const order[] = {"id", "name, id", "duration_s DESC, name, id"};
+  if ((unsigned)q->order > MDC_CASES_SLOWEST) return fail(s, "cases: unknown order %d", (int)q->order);
+  char sql[1024];
+  snprintf(sql, sizeof sql, "SELECT id, run_id, %s FROM cases WHERE run_id = ?1%s%s ORDER BY %s LIMIT ?2",
+           s->version >= 2 ? MDC_STORE__CASE_COLS : MDC_STORE__CASE_COLS_V1_AS,
+           q->not_passing ? " AND status <> 'Pass'" : "",
+           q->order == MDC_CASES_SLOWEST ? " AND status <> 'Running'" : "", order[q->order]);
+  mdc_case_iter *c = calloc(1, sizeof *c);
+  if (!c) return fail(s, "cases: out of memory");
+  c->s = s;
+  if (sqlite3_prepare_v2(s->db, sql, -1, &c->st, NULL) != SQLITE_OK) {
+    fail_db(s, s->db, "cases");
+    free(c);
+    return -1;
+  }
+  sqlite3_bind_int64(c->st, 1, q->run_id);
+  sqlite3_bind_int64(c->st, 2, q->limit ? (int64_t)q->limit : -1);
+  *it = c;
+  return 0;
+}
+
+int mdc_store_cases_next(mdc_case_iter *it, mdc_case_row *row) {
+  if (!it || !row) return -1;
+  int rc = sqlite3_step(it->st);
+  if (rc == SQLITE_ROW) {
+    mdc_store__case_from_stmt(it->st, row);
+    return 1;
+  }
+  if (rc == SQLITE_DONE) return 0;
+  return fail_db(it->s, it->s->db, "cases");
+}
+
+void mdc_store_cases_close(mdc_case_iter *it) {
+  if (!it) return;
+  sqlite3_finalize(it->st);
+  free(it);
+}
+
+int mdc_store_verdict_changes(mdc_store *s, const int64_t *run_ids, size_t n_runs,
+                              uint32_t limit,
+                              int (*fn)(void *ctx, const char *name, uint32_t changes,
+                                        uint32_t runs, const char *last_status),
+                              void *ctx) {
+  if (!s || !fn || (n_runs && !run_ids)) return -1;
+  if (n_runs < 2) return 0;
+  /* The run order goes in as a JSON array: its index is each run's place. */
+  size_t cap = n_runs * 24 + 3;
+  char *ids = malloc(cap), *p = ids;
+  if (!ids) return fail(s, "verdict_changes: out of memory");
+  *p++ = '[';
+  for (size_t i = 0; i < n_runs; i++) p += snprintf(p, cap - (size_t)(p - ids), "%s%" PRId64, i ? "," : "", run_ids[i]);
+  snprintf(p, cap - (size_t)(p - ids), "]");
+  static const char sql[] =
+    "WITH r(id, ord) AS (SELECT value, key FROM json_each(?1)), "
+    "w AS (SELECT c.name, c.status, r.ord, "
+    "  lag(c.status) OVER (PARTITION BY c.name ORDER BY r.ord, c.id) AS prev, "
+    "  last_value(c.status) OVER (PARTITION BY c.name ORDER BY r.ord, c.id "
+    "    ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS last "
+    "  FROM cases c JOIN r ON c.run_id = r.id) "
+    "SELECT name, sum(prev IS NOT NULL AND prev <> status) AS changes, count(DISTINCT ord), "
+    "  max(last) FROM w GROUP BY name HAVING changes > 0 "
+    "ORDER BY changes DESC, name LIMIT ?2";
+  sqlite3_stmt *st;
+  int ret = 0, rc;
+  if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
+    free(ids);
+    return fail_db(s, s->db, "verdict_changes");
+  }
+  sqlite3_bind_text(st, 1, ids, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 2, limit ? (int64_t)limit : -1);
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+    if ((ret = fn(ctx, text(st, 0), (uint32_t)sqlite3_column_int64(st, 1),
+                  (uint32_t)sqlite3_column_int64(st, 2), text(st, 3))) != 0)
+      break;
+  if (ret == 0 && rc != SQLITE_DONE) ret = fail_db(s, s->db, "verdict_changes");
+  sqlite3_finalize(st);
+  free(ids);
+  return ret;
+}
+
+/* ---- fuzz ---- */
+
+static double real_or_nan(sqlite3_stmt *st, int i) {
+  return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
+}
+
+static int64_t int_or_neg(sqlite3_stmt *st, int i) {
+  return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, i);
+}
+
+int mdc_store_fuzz_campaigns_each(mdc_store *s, uint32_t limit,
+                                  int (*fn)(void *ctx, const mdc_fuzz_campaign_row *row),
+                                  void *ctx) {
+  if (!s || !fn) return -1;
+  if (!mdc_store__has_fuzz(s)) return 0;
+  static const char sql[] =
+    "SELECT * FROM (SELECT r.id, r.uuid, r.started_at, r.ended_at, r.revision, r.host, f.target, "
+    "f.out_dir, f.jobs, f.planned_s, f.resumed, r.interrupted FROM fuzz_campaigns f "
+    "JOIN runs r ON r.id = f.run_id ORDER BY r.started_at DESC, r.id DESC LIMIT ?1) "
+    "ORDER BY 3, 1";
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) return fail_db(s, s->db, "fuzz_campaigns");
+  sqlite3_bind_int64(st, 1, limit ? (int64_t)limit : -1);
+  int rc, ret = 0;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    mdc_fuzz_campaign_row r = {
+      .run_id = sqlite3_column_int64(st, 0), .uuid = text(st, 1), .started_at = text(st, 2),
+      .ended_at = text(st, 3), .revision = text(st, 4), .host = text(st, 5), .target = text(st, 6),
+      .out_dir = text(st, 7), .jobs = (uint32_t)sqlite3_column_int64(st, 8),
+      .planned_s = real_or_nan(st, 9), .resumed = sqlite3_column_int(st, 10) != 0,
+      .interrupted = sqlite3_column_int(st, 11) != 0};
+    if ((ret = fn(ctx, &r)) != 0) break;
+  }
+  if (ret == 0 && rc != SQLITE_DONE) ret = fail_db(s, s->db, "fuzz_campaigns");
+  sqlite3_finalize(st);
+  return ret;
+}
+
+int mdc_store_fuzz_stats_each(mdc_store *s, int64_t run_id,
+                              int (*fn)(void *ctx, const mdc_fuzz_stat *st), void *ctx) {
+  if (!s || !fn) return -1;
+  if (!mdc_store__has_fuzz(s)) return 0;
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(s->db, "SELECT " MDC_STORE__FUZZ_STAT_COLS " FROM fuzz_stats WHERE run_id = ?1 "
+                         "ORDER BY instance, t_s", -1, &st, NULL) != SQLITE_OK)
+    return fail_db(s, s->db, "fuzz_stats");
+  sqlite3_bind_int64(st, 1, run_id);
+  int rc, ret = 0;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    mdc_fuzz_stat v = {.instance = text(st, 0), .t_s = sqlite3_column_double(st, 1),
+                       .execs = int_or_neg(st, 2), .execs_per_sec = real_or_nan(st, 3),
+                       .edges = int_or_neg(st, 4), .corpus = int_or_neg(st, 5),
+                       .crashes = int_or_neg(st, 6), .hangs = int_or_neg(st, 7),
+                       .stability = real_or_nan(st, 8), .rss_kb = int_or_neg(st, 9)};
+    if ((ret = fn(ctx, &v)) != 0) break;
+  }
+  if (ret == 0 && rc != SQLITE_DONE) ret = fail_db(s, s->db, "fuzz_stats");
+  sqlite3_finalize(st);
+  return ret;
+}
+
+int mdc_store_fuzz_findings_each(mdc_store *s, int64_t run_id, uint32_t limit,
+                                 int (*fn)(void *ctx, const mdc_fuzz_finding_row *f), void *ctx) {
+  if (!s || !fn) return -1;
+  if (!mdc_store__has_fuzz(s)) return 0;
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(s->db, "SELECT id, run_id, " MDC_STORE__FUZZ_FINDING_COLS " FROM fuzz_findings "
+                         "WHERE (?1 = 0 OR run_id = ?1) ORDER BY count DESC, first_seen, id LIMIT ?2",
+                         -1, &st, NULL) != SQLITE_OK)
+    return fail_db(s, s->db, "fuzz_findings");
+  sqlite3_bind_int64(st, 1, run_id);
+  sqlite3_bind_int64(st, 2, limit ? (int64_t)limit : -1);
+  int rc, ret = 0;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    mdc_fuzz_finding_row f = {
+      .id = sqlite3_column_int64(st, 0), .run_id = sqlite3_column_int64(st, 1),
+      .target = text(st, 2), .signature = text(st, 3), .kind = text(st, 4), .message = text(st, 5),
+      .count = (uint32_t)sqlite3_column_int64(st, 6), .first_seen = text(st, 7),
+      .last_seen = text(st, 8), .replays = int_or_neg(st, 9), .reproduced = int_or_neg(st, 10),
+      .reproducer = text(st, 11), .minimized = text(st, 12), .trace = text(st, 13)};
+    if ((ret = fn(ctx, &f)) != 0) break;
+  }
+  if (ret == 0 && rc != SQLITE_DONE) ret = fail_db(s, s->db, "fuzz_findings");
+  sqlite3_finalize(st);
+  return ret;
+}
+
+int mdc_store_fuzz_findings_count(mdc_store *s, int64_t run_id, uint32_t *n) {
+  if (!s || !n) return -1;
+  *n = 0;
+  if (!mdc_store__has_fuzz(s)) return 0;
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM fuzz_findings WHERE (?1 = 0 OR run_id = ?1)", -1,
+                         &st, NULL) != SQLITE_OK)
+    return fail_db(s, s->db, "fuzz_findings");
+  sqlite3_bind_int64(st, 1, run_id);
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) *n = (uint32_t)sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  return rc == SQLITE_ROW ? 0 : fail_db(s, s->db, "fuzz_findings");
+}
