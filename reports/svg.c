@@ -134,7 +134,7 @@ void mdc_svg_format(double v, int decimals, double scale_from, char *buf, size_t
   }
   static const struct { double from, div; const char *suffix; } units[] = {
     {1e9, 1e9, "G"}, {1e6, 1e6, "M"}, {1e4, 1e3, "k"}};
-  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+  for (size_t i = 0; i < sizeof units / sizeof units[0] && v != 0; i++) {
     if (fabs(scale_from) < units[i].from) continue;
     /* As few digits as show the value exactly (up to 3): 2500 is 2.5k, 12000 is 12k. */
     double x = v / units[i].div;

@@ -4,7 +4,8 @@
  *   corpus.c      : trace discovery, shard hashing, baseline files, option values
  *   replay.c      : `mdc replay`: cases in forked children, the store, summary and JSON
  *   record_cmd.c  : `mdc record`: a workload run through the recording driver
- *   mutants.c     : `mdc mutants`: build each mutant, replay the corpus, the kill matrix */
+ *   mutants.c     : `mdc mutants`: build each mutant, replay the corpus, the kill matrix (stored)
+ *   report_cmd.c  : `mdc report`: the page, PR summary and JUnit, or two runs compared */
 #ifndef MDC_CLI_INT_H
 #define MDC_CLI_INT_H
 
@@ -119,5 +120,6 @@ void mdc_cli__run_free(mdc_cli__run *run);
 int mdc_cli__cmd_replay(int argc, char **argv);
 int mdc_cli__cmd_record(int argc, char **argv);
 int mdc_cli__cmd_mutants(int argc, char **argv);
+int mdc_cli__cmd_report(int argc, char **argv);
 
 #endif

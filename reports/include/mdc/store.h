@@ -233,7 +233,9 @@ int mdc_store_run_counts(mdc_store *s, int64_t run_id, uint32_t counts[MDC_CS_CO
 typedef enum mdc_case_order {
   MDC_CASES_BY_ID = 0,         /* insertion order */
   MDC_CASES_BY_NAME,           /* name, then id: two runs walked side by side pair by name */
-  MDC_CASES_SLOWEST            /* finished cases by duration, longest first */
+  MDC_CASES_SLOWEST,           /* finished cases by duration, longest first */
+  MDC_CASES_WORST_FIRST        /* Crash, Timeout, Fail, TraceError, UnexpectedPass, Running, Flake,
+                                  ExpectedFail, NotSupported, Pass; by name within each */
 } mdc_case_order;
 typedef struct mdc_case_query {
   int64_t run_id;
