@@ -137,7 +137,8 @@ int rp_join(mdc_store *s, int64_t run_id, rp_baseline *b, rp_pair_fn fn, void *c
     return -1;
   }
   if (b && b->kind == RP_BASE_RUN) {
-    mdc_case_query qb = {.run_id = b->run.id, .order = MDC_CASES_BY_NAME};
+    /* The baseline side needs only names and statuses: read from the index alone. */
+    mdc_case_query qb = {.run_id = b->run.id, .order = MDC_CASES_BY_NAME, .light = 1};
     if (mdc_store_cases_open(b->store, &qb, &ib) != 0) {
       seterr(err, errlen, "%s", mdc_store_error(b->store));
       goto out;

@@ -206,14 +206,15 @@ int mdc_store_cases_open(mdc_store *s, const mdc_case_query *q, mdc_case_iter **
   if (!s || !q || !it) return -1;
   *it = NULL;
   static const char *const order[] = {
-    "id", "name, id", "duration_s DESC, name, id",
+    "id", "name, status, id", "duration_s DESC, name, id",
     "CASE status WHEN 'Crash' THEN 0 WHEN 'Timeout' THEN 1 WHEN 'Fail' THEN 2 WHEN 'TraceError' THEN 3 "
     "WHEN 'UnexpectedPass' THEN 4 WHEN 'Running' THEN 5 WHEN 'Flake' THEN 6 WHEN 'ExpectedFail' THEN 7 "
     "WHEN 'NotSupported' THEN 8 ELSE 9 END, name, id"};
   if ((unsigned)q->order > MDC_CASES_WORST_FIRST) return fail(s, "cases: unknown order %d", (int)q->order);
   char sql[1024];
   snprintf(sql, sizeof sql, "SELECT id, run_id, %s FROM cases WHERE run_id = ?1%s%s ORDER BY %s LIMIT ?2",
-           s->version >= 2 ? MDC_STORE__CASE_COLS : MDC_STORE__CASE_COLS_V1_AS,
+           q->light ? "name, NULL, status, NULL, NULL, 0.0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
+           : s->version >= 2 ? MDC_STORE__CASE_COLS : MDC_STORE__CASE_COLS_V1_AS,
            q->not_passing ? " AND status <> 'Pass'" : "",
            q->order == MDC_CASES_SLOWEST ? " AND status <> 'Running'" : "", order[q->order]);
   mdc_case_iter *c = calloc(1, sizeof *c);
@@ -247,6 +248,80 @@ void mdc_store_cases_close(mdc_case_iter *it) {
   free(it);
 }
 
+/* A name whose status changed, with its count: an open-addressing table of the changed names
+ * only (a stable case never enters it). */
+typedef struct change {
+  char *name;
+  uint32_t changes;
+} change;
+
+typedef struct change_map {
+  change *v;
+  size_t cap, n;
+} change_map;
+
+static uint64_t hash_name(const char *s) {
+  uint64_t h = 1469598103934665603ull;  /* FNV-1a */
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+static int change_add(change_map *m, const char *name) {
+  if (2 * (m->n + 1) > m->cap) {
+    size_t cap = m->cap ? 2 * m->cap : 256;
+    change *v = calloc(cap, sizeof *v);
+    if (!v) return -1;
+    for (size_t i = 0; i < m->cap; i++) {
+      if (!m->v[i].name) continue;
+      size_t k = hash_name(m->v[i].name) & (cap - 1);
+      while (v[k].name) k = (k + 1) & (cap - 1);
+      v[k] = m->v[i];
+    }
+    free(m->v);
+    m->v = v;
+    m->cap = cap;
+  }
+  size_t k = hash_name(name) & (m->cap - 1);
+  while (m->v[k].name && strcmp(m->v[k].name, name)) k = (k + 1) & (m->cap - 1);
+  if (!m->v[k].name) {
+    if (!(m->v[k].name = strdup(name))) return -1;
+    m->n++;
+  }
+  m->v[k].changes++;
+  return 0;
+}
+
+static int by_changes(const void *a, const void *b) {
+  const change *x = a, *y = b;
+  if (x->changes != y->changes) return x->changes > y->changes ? -1 : 1;
+  return strcmp(x->name, y->name);
+}
+
+/* Counts changes between runs a and b: both walked by name from the index. */
+static int pair_changes(mdc_store *s, int64_t a, int64_t b, change_map *m) {
+  mdc_case_query qa = {.run_id = a, .order = MDC_CASES_BY_NAME, .light = 1}, qb = qa;
+  qb.run_id = b;
+  mdc_case_iter *ia = NULL, *ib = NULL;
+  int ret = -1;
+  if (mdc_store_cases_open(s, &qa, &ia) != 0 || mdc_store_cases_open(s, &qb, &ib) != 0) goto out;
+  mdc_case_row x, y;
+  int hx = mdc_store_cases_next(ia, &x), hy = mdc_store_cases_next(ib, &y);
+  while (hx == 1 && hy == 1) {
+    int c = strcmp(x.name, y.name);
+    if (c == 0 && strcmp(x.status, y.status) != 0 && change_add(m, y.name) != 0) {
+      fail(s, "verdict_changes: out of memory");
+      goto out;
+    }
+    if (c <= 0) hx = mdc_store_cases_next(ia, &x);
+    if (c >= 0) hy = mdc_store_cases_next(ib, &y);
+  }
+  ret = hx < 0 || hy < 0 ? -1 : 0;
+out:
+  mdc_store_cases_close(ia);
+  mdc_store_cases_close(ib);
+  return ret;
+}
+
 int mdc_store_verdict_changes(mdc_store *s, const int64_t *run_ids, size_t n_runs,
                               uint32_t limit,
                               int (*fn)(void *ctx, const char *name, uint32_t changes,
@@ -254,38 +329,49 @@ int mdc_store_verdict_changes(mdc_store *s, const int64_t *run_ids, size_t n_run
                               void *ctx) {
   if (!s || !fn || (n_runs && !run_ids)) return -1;
   if (n_runs < 2) return 0;
-  /* The run order goes in as a JSON array: its index is each run's place. */
-  size_t cap = n_runs * 24 + 3;
-  char *ids = malloc(cap), *p = ids;
-  if (!ids) return fail(s, "verdict_changes: out of memory");
-  *p++ = '[';
-  for (size_t i = 0; i < n_runs; i++) p += snprintf(p, cap - (size_t)(p - ids), "%s%" PRId64, i ? "," : "", run_ids[i]);
-  snprintf(p, cap - (size_t)(p - ids), "]");
-  static const char sql[] =
-    "WITH r(id, ord) AS (SELECT value, key FROM json_each(?1)), "
-    "w AS (SELECT c.name, c.status, r.ord, "
-    "  lag(c.status) OVER (PARTITION BY c.name ORDER BY r.ord, c.id) AS prev, "
-    "  last_value(c.status) OVER (PARTITION BY c.name ORDER BY r.ord, c.id "
-    "    ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS last "
-    "  FROM cases c JOIN r ON c.run_id = r.id) "
-    "SELECT name, sum(prev IS NOT NULL AND prev <> status) AS changes, count(DISTINCT ord), "
-    "  max(last) FROM w GROUP BY name HAVING changes > 0 "
-    "ORDER BY changes DESC, name LIMIT ?2";
-  sqlite3_stmt *st;
-  int ret = 0, rc;
-  if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
-    free(ids);
-    return fail_db(s, s->db, "verdict_changes");
+  /* Consecutive runs side by side (index only, no table seeks), changed names counted. */
+  change_map m = {0};
+  int ret = 0;
+  sqlite3_stmt *st = NULL;
+  for (size_t i = 1; i < n_runs && ret == 0; i++) ret = pair_changes(s, run_ids[i - 1], run_ids[i], &m);
+  if (ret != 0) goto out;
+  size_t n = 0;
+  for (size_t i = 0; i < m.cap; i++)
+    if (m.v[i].name) m.v[n++] = m.v[i];
+  qsort(m.v, n, sizeof *m.v, by_changes);
+  if (limit && n > limit) {
+    for (size_t i = limit; i < n; i++) free(m.v[i].name);
+    n = limit;
   }
-  sqlite3_bind_text(st, 1, ids, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 2, limit ? (int64_t)limit : -1);
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-    if ((ret = fn(ctx, text(st, 0), (uint32_t)sqlite3_column_int64(st, 1),
-                  (uint32_t)sqlite3_column_int64(st, 2), text(st, 3))) != 0)
-      break;
-  if (ret == 0 && rc != SQLITE_DONE) ret = fail_db(s, s->db, "verdict_changes");
+  m.n = n;
+  m.cap = n; /* the entries are packed now: freed below as an array */
+  /* For the names shown: how many of the runs ran each, and its status in the newest one. */
+  if (sqlite3_prepare_v2(s->db, "SELECT status FROM cases WHERE run_id = ?1 AND name = ?2 ORDER BY id DESC LIMIT 1",
+                         -1, &st, NULL) != SQLITE_OK) {
+    ret = fail_db(s, s->db, "verdict_changes");
+    goto out;
+  }
+  for (size_t i = 0; i < n && ret == 0; i++) {
+    uint32_t runs = 0;
+    char last[32] = "";
+    for (size_t r = 0; r < n_runs; r++) {
+      sqlite3_bind_int64(st, 1, run_ids[r]);
+      sqlite3_bind_text(st, 2, m.v[i].name, -1, SQLITE_STATIC);
+      int rc = sqlite3_step(st);
+      if (rc == SQLITE_ROW) {
+        runs++;
+        snprintf(last, sizeof last, "%s", text(st, 0));
+      } else if (rc != SQLITE_DONE) {
+        ret = fail_db(s, s->db, "verdict_changes");
+      }
+      sqlite3_reset(st);
+    }
+    if (ret == 0) ret = fn(ctx, m.v[i].name, m.v[i].changes, runs, last);
+  }
+out:
   sqlite3_finalize(st);
-  free(ids);
+  for (size_t i = 0; i < m.cap; i++) free(m.v[i].name);
+  free(m.v);
   return ret;
 }
 

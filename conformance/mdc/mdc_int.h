@@ -92,12 +92,14 @@ typedef struct mdc_cli__replay_opts {
 
 typedef struct mdc_cli__case {
   char *path;
+  char *rules;             /* the trace header's rules ("; "-joined), NULL when none */
   char name[128];
   mdc_status status;
   mdc_result res;          /* the engine's result (message etc.), or what the parent made up */
   double duration_s;
   int64_t case_id;
   int attempts;
+  int finished;            /* its status is final */
 } mdc_cli__case;
 
 typedef struct mdc_cli__run {
@@ -106,12 +108,16 @@ typedef struct mdc_cli__run {
   uint32_t count[MDC_S_COUNT];
   uint32_t unexpected;
   double duration_s;
+  int interrupted_by;      /* the signal (SIGINT, SIGTERM) that stopped the run early, or 0; the
+                              caller raises it again when it has closed what it holds */
+  size_t stopped_running;  /* cases killed by the stop (left Running in the store) */
   char uuid[37];
   char driver_name[64], driver_version[64], backend[32], device[64];
 } mdc_cli__run;
 
 /* Runs the replay described by o (output as o->json / o->quiet say) and fills *run. Returns the
- * exit code (MDC_EXIT_*). Free *run with mdc_cli__run_free. */
+ * exit code (MDC_EXIT_*). Free *run with mdc_cli__run_free. Stopped by SIGINT/SIGTERM, it keeps
+ * only the finished cases in *run, sets run->interrupted_by and returns MDC_EXIT_UNEXPECTED. */
 int mdc_cli__replay(const mdc_cli__replay_opts *o, mdc_cli__run *run);
 void mdc_cli__run_free(mdc_cli__run *run);
 

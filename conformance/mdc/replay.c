@@ -3,7 +3,9 @@
  * that crashes or hangs costs only that case. The parent runs up to --jobs children, enforces
  * the per-case deadline with poll() on the children's pipes (the timeout of poll is the nearest
  * deadline: no sleeping), writes every case to the results store before it runs and after it
- * ends, applies the baseline and the flake re-run, and prints progress, a summary and JSON. */
+ * ends, applies the baseline and the flake re-run, and prints progress, a summary and JSON.
+ * SIGINT or SIGTERM stops the run: the running cases are killed and stay Running, the run is
+ * marked interrupted, and the signal is raised again once the store is closed. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -49,6 +51,43 @@ static void child_setup(pid_t parent) {
   if (getppid() != parent) _exit(127);
   dup2(STDERR_FILENO, STDOUT_FILENO);
   signal(SIGPIPE, SIG_DFL);
+  /* The parent's stop handler is not the child's: a signal ends a case's child at once. */
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+}
+
+/* The signal that asked the run to stop (0: none). Set by the handler, read by the loop. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop(int sig) { stop_signal = sig; }
+
+/* Fills the store's v2 case columns the engine does not report separately yet, from its
+ * message "path:line: op: what (last_error: \"...\")": the op of the failing event and the
+ * driver's message. (When mdc_result carries them, this goes.) */
+static void split_message(const mdc_cli__case *c, char *event, size_t elen, char *driver, size_t dlen) {
+  event[0] = driver[0] = 0;
+  const char *m = c->res.message;
+  size_t pl = strlen(c->path);
+  if (c->res.line && strncmp(m, c->path, pl) == 0 && m[pl] == ':') {
+    const char *p = m + pl + 1;
+    while (*p >= '0' && *p <= '9') p++;
+    if (p[0] == ':' && p[1] == ' ') {
+      p += 2;
+      size_t n = strcspn(p, ": ");
+      if (n && p[n] == ':' && n < elen) snprintf(event, elen, "%.*s", (int)n, p);
+    }
+  }
+  const char *le = strstr(m, "(last_error: \"");
+  if (le) {
+    le += strlen("(last_error: \"");
+    const char *end = strrchr(le, '"');
+    if (end && end > le) snprintf(driver, dlen, "%.*s", (int)(end - le), le);
+    else if (end == le) snprintf(driver, dlen, "%s", "");
+  } else if ((le = strstr(m, "last_error \""))) {
+    le += strlen("last_error \"");
+    const char *end = strstr(le, "\" does not contain");
+    if (end) snprintf(driver, dlen, "%.*s", (int)(end - le), le);
+  }
 }
 
 /* ---- the driver probe: load the driver and ask its capabilities, in a child ---------------- */
@@ -268,6 +307,10 @@ static void summary(FILE *f, const mdc_cli__replay_opts *o, const mdc_cli__run *
     if (!header) fprintf(f, "\n  not passing:\n"), header = 1;
     fprintf(f, "  %-14s %s: %s\n", mdc_cli__status_name(c->status), c->name, c->res.message[0] ? c->res.message : "-");
   }
+  if (run->interrupted_by)
+    fprintf(f, "\nINTERRUPTED by SIG%s: %zu running case%s killed and left Running in the store; cases not "
+               "started are not counted\n", sigabbrev_np(run->interrupted_by) ? sigabbrev_np(run->interrupted_by) : "?",
+            run->stopped_running, run->stopped_running == 1 ? "" : "s");
   fprintf(f, "\n%s: %u unexpected\n", run->unexpected ? "FAILED" : "OK", run->unexpected);
 }
 
@@ -337,6 +380,7 @@ static int config_seed(const char *cfg, uint64_t *seed) {
 
 static void set_status(mdc_cli__run *run, mdc_cli__case *c, mdc_status s) {
   c->status = s;
+  c->finished = 1;
   run->count[s]++;
   if (mdc_cli__status_unexpected(s)) run->unexpected++;
 }
@@ -367,13 +411,15 @@ int mdc_cli__replay(const mdc_cli__replay_opts *o, mdc_cli__run *run) {
     mdc_trace_header h;
     char herr[256];
     const char *name = paths.v[i];
-    if (mdc_trace_read_header(paths.v[i], &h, herr, sizeof herr) == 0 && h.name[0]) name = h.name;
+    int header_ok = mdc_trace_read_header(paths.v[i], &h, herr, sizeof herr) == 0;
+    if (header_ok && h.name[0]) name = h.name;
     if (o->shard_n > 1 && mdc_cli__shard_of(name, o->shard_n) != o->shard_i) {
       free(paths.v[i]);
       continue;
     }
     mdc_cli__case *c = &run->cases[run->n++];
     c->path = paths.v[i];
+    c->rules = header_ok && h.rules[0] ? strdup(h.rules) : NULL;
     snprintf(c->name, sizeof c->name, "%s", name);
     c->case_id = -1;
   }
@@ -441,7 +487,23 @@ int mdc_cli__replay(const mdc_cli__replay_opts *o, mdc_cli__run *run) {
   mdc_status *first_status = calloc(run->n ? run->n : 1, sizeof *first_status);
   if (!first || !first_status) exit(MDC_EXIT_USAGE);
 
+  /* SIGINT/SIGTERM: stop starting cases, kill the running ones (their rows stay Running), mark
+   * the run interrupted. No SA_RESTART, so poll() returns at once with EINTR. */
+  struct sigaction stop_act = {.sa_handler = on_stop}, old_int, old_term;
+  sigemptyset(&stop_act.sa_mask);
+  stop_signal = 0;
+  sigaction(SIGINT, &stop_act, &old_int);
+  sigaction(SIGTERM, &stop_act, &old_term);
   while (active > 0 || (qhead < qtail && store_ok)) {
+    if (stop_signal) {
+      for (int i = 0; i < active; i++) {
+        kill(slots[i].pid, SIGKILL);
+        close(slots[i].fd);
+        while (waitpid(slots[i].pid, NULL, 0) < 0 && errno == EINTR) {}
+      }
+      active = 0;
+      break;
+    }
     while (active < jobs && qhead < qtail && store_ok) {
       size_t ci = queue[qhead++];
       mdc_cli__case *c = &run->cases[ci];
@@ -475,6 +537,7 @@ int mdc_cli__replay(const mdc_cli__replay_opts *o, mdc_cli__run *run) {
       fprintf(stderr, "mdc replay: poll: %s\n", strerror(errno));
       exit(MDC_EXIT_USAGE);
     }
+    if (stop_signal) continue; /* a child the same signal ended is not a Crash: it was stopped */
     double t = now_s();
     for (int i = 0; i < active;) {
       slot *s = &slots[i];
@@ -529,10 +592,15 @@ int mdc_cli__replay(const mdc_cli__replay_opts *o, mdc_cli__run *run) {
         }
         set_status(run, c, final);
         done++;
-        if (store && store_ok && c->case_id >= 0 &&
-            mdc_store_case_end(store, c->case_id, mdc_cli__status_name(final), c->duration_s, c->res.line,
-                               c->res.message, c->res.expected[0] ? c->res.expected : NULL,
-                               c->res.actual[0] ? c->res.actual : NULL)) {
+        char event[64], driver_msg[sizeof c->res.message];
+        split_message(c, event, sizeof event, driver_msg, sizeof driver_msg);
+        mdc_case_result cr = {.status = mdc_cli__status_name(final), .duration_s = c->duration_s,
+                              .line = c->res.line, .message = c->res.message,
+                              .expected = c->res.expected[0] ? c->res.expected : NULL,
+                              .actual = c->res.actual[0] ? c->res.actual : NULL,
+                              .event = event[0] ? event : NULL, .rule = c->rules,
+                              .driver_message = driver_msg[0] ? driver_msg : NULL};
+        if (store && store_ok && c->case_id >= 0 && mdc_store_case_finish(store, c->case_id, &cr)) {
           fprintf(stderr, "%smdc replay: results store: %s (stopping; results written so far are kept)\n",
                   tty ? "\n" : "", mdc_store_error(store));
           store_ok = 0;
@@ -543,22 +611,28 @@ int mdc_cli__replay(const mdc_cli__replay_opts *o, mdc_cli__run *run) {
       pfds[i] = pfds[active];
     }
   }
+  sigaction(SIGINT, &old_int, NULL);
+  sigaction(SIGTERM, &old_term, NULL);
+  run->interrupted_by = stop_signal;
   if (tty) fprintf(stderr, "\r\033[K");
   run->duration_s = now_s() - t_start;
-  if (store && store_ok &&
-      mdc_store_run_end(store, run_id, (uint32_t)run->n, run->count[MDC_S_PASS],
-                        run->count[MDC_S_FAIL], run->count[MDC_S_CRASH], run->count[MDC_S_TIMEOUT],
-                        run->unexpected)) {
-    fprintf(stderr, "mdc replay: results store: %s\n", mdc_store_error(store));
-    store_ok = 0;
-  }
-  if (!store_ok) {
-    /* Cases the store stopped: not run, counted as nothing. */
+  if (!store_ok || run->interrupted_by) {
+    /* Cases the store or the signal stopped: not run (or not finished), counted as nothing. */
     size_t k = 0;
     for (size_t i = 0; i < run->n; i++)
-      if (run->cases[i].attempts) run->cases[k++] = run->cases[i];
-      else free(run->cases[i].path);
+      if (run->cases[i].finished) run->cases[k++] = run->cases[i];
+      else {
+        run->stopped_running += run->cases[i].attempts > 0;
+        free(run->cases[i].path), free(run->cases[i].rules);
+      }
     run->n = k;
+  }
+  mdc_run_summary sum = {(uint32_t)run->n, run->count[MDC_S_PASS], run->count[MDC_S_FAIL],
+                         run->count[MDC_S_CRASH], run->count[MDC_S_TIMEOUT], run->unexpected,
+                         run->interrupted_by != 0};
+  if (store && store_ok && mdc_store_run_finish(store, run_id, &sum)) {
+    fprintf(stderr, "mdc replay: results store: %s\n", mdc_store_error(store));
+    store_ok = 0;
   }
   if (store) mdc_store_close(store);
   if (!o->quiet) {
@@ -576,12 +650,12 @@ int mdc_cli__replay(const mdc_cli__replay_opts *o, mdc_cli__run *run) {
   free(first_status);
   mdc_cli__baseline_free(&base);
   if (!store_ok) rc = MDC_EXIT_STORE;
-  else if (run->unexpected) rc = MDC_EXIT_UNEXPECTED;
+  else if (run->unexpected || run->interrupted_by) rc = MDC_EXIT_UNEXPECTED;
   return rc;
 }
 
 void mdc_cli__run_free(mdc_cli__run *run) {
-  for (size_t i = 0; i < run->n; i++) free(run->cases[i].path);
+  for (size_t i = 0; i < run->n; i++) free(run->cases[i].path), free(run->cases[i].rules);
   free(run->cases);
   memset(run, 0, sizeof *run);
 }
@@ -672,6 +746,13 @@ int mdc_cli__cmd_replay(int argc, char **argv) {
   o.n_paths = (size_t)(argc - optind);
   mdc_cli__run run;
   int rc = mdc_cli__replay(&o, &run);
+  int sig = run.interrupted_by;
   mdc_cli__run_free(&run);
+  if (sig) {
+    /* Stopped on a signal: die of it, as the shell and CI expect (exit status 128 + sig). */
+    fflush(NULL);
+    signal(sig, SIG_DFL);
+    raise(sig);
+  }
   return rc;
 }

@@ -232,7 +232,8 @@ int mdc_store_run_counts(mdc_store *s, int64_t run_id, uint32_t counts[MDC_CS_CO
 
 typedef enum mdc_case_order {
   MDC_CASES_BY_ID = 0,         /* insertion order */
-  MDC_CASES_BY_NAME,           /* name, then id: two runs walked side by side pair by name */
+  MDC_CASES_BY_NAME,           /* name (then status, id: the index order, no sort): two runs walked
+                                  side by side pair by name */
   MDC_CASES_SLOWEST,           /* finished cases by duration, longest first */
   MDC_CASES_WORST_FIRST        /* Crash, Timeout, Fail, TraceError, UnexpectedPass, Running, Flake,
                                   ExpectedFail, NotSupported, Pass; by name within each */
@@ -242,6 +243,8 @@ typedef struct mdc_case_query {
   mdc_case_order order;
   int not_passing;             /* only cases whose status is not Pass */
   uint32_t limit;              /* 0: all */
+  int light;                   /* only id, run_id, name and status (the rest NULL or 0): read from
+                                  the index alone, no seek into the table per row */
 } mdc_case_query;
 
 typedef struct mdc_case_iter mdc_case_iter;
