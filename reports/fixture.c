@@ -295,6 +295,7 @@ static int set_times(const char *path, const int64_t *ids, uint32_t n, int64_t m
   return rc == SQLITE_OK ? 0 : -1;
 }
 
+/* Creates path (refused when it exists) and closes it again; -1 with err on failure. */
 int mdc_fixture_write(const char *path, const mdc_fixture_opts *o, char *err, size_t errlen) {
   struct stat sb;
   if (stat(path, &sb) == 0) return fail(err, errlen, "fixture: '%s' exists; give a new path", path);

@@ -35,6 +35,7 @@ static const struct { const char *name, *title; } cats[RP_NCAT] = {
 const char *rp_cat_name(rp_cat c) { return (unsigned)c < RP_NCAT ? cats[c].name : "?"; }
 const char *rp_cat_title(rp_cat c) { return (unsigned)c < RP_NCAT ? cats[c].title : "?"; }
 
+/* Pure; thread-safe. */
 int rp_verdict_class(const char *st) {
   if (!st) return 0;
   /* Pseudo statuses of a known-failures list: listed names are failing, others passing. */
@@ -48,6 +49,7 @@ int rp_verdict_class(const char *st) {
   }
 }
 
+/* Pure; thread-safe. */
 int rp_classify(const char *base, const char *cur) {
   if (!base && !cur) return -1;
   if (!base) return RP_NEW;
@@ -63,6 +65,7 @@ int rp_classify(const char *base, const char *cur) {
 
 static char *sdup(const char *s) { return s ? strdup(s) : NULL; }
 
+/* The list owns its copies (rp_list_free); -1 when out of memory (the count still grows). */
 int rp_list_add(rp_list *l, uint32_t cap, const mdc_case_row *cur, const char *base_status,
                 const mdc_case_row *base) {
   l->total++;
@@ -101,6 +104,7 @@ static void case_free(rp_case *c) {
   for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) free(s[i]);
 }
 
+/* Frees the list's copies and zeroes it. */
 void rp_list_free(rp_list *l) {
   for (size_t i = 0; i < l->n; i++) case_free(&l->v[i]);
   free(l->v);
@@ -127,6 +131,7 @@ static int seterr(char *err, size_t len, const char *fmt, ...) {
   return -1;
 }
 
+/* Opens and closes its own cursors; one store per thread; the callback's value or -1 with err. */
 int rp_join(mdc_store *s, int64_t run_id, rp_baseline *b, rp_pair_fn fn, void *ctx, char *err,
             size_t errlen) {
   mdc_case_iter *ic = NULL, *ib = NULL;
@@ -193,6 +198,7 @@ out:
   return ret;
 }
 
+/* Frees what the baseline owns (its store only when own_store) and zeroes it. */
 void rp_baseline_free(rp_baseline *b) {
   if (b->own_store) mdc_store_close(b->store);
   mdc_store_run_row_free(&b->run);
@@ -550,6 +556,8 @@ static void report_free(rp_report *r) {
   mdc_store_close(r->store);
 }
 
+/* Owns everything it opens; thread-safe for different out folders; on failure nothing is
+ * left behind and out is as it was (report.h). */
 int mdc_report_write(const mdc_report_opts *o, char *err, size_t errlen) {
   if (err && errlen) err[0] = 0;
   if (!o || !o->db || !o->db[0]) return seterr(err, errlen, "no results store given"), MDC_REPORT_EINPUT;

@@ -79,6 +79,8 @@ static void run_text(FILE *f, const char *label, const mdc_run_row *r) {
           r->backend ? r->backend : "?", r->revision ? r->revision : "?");
 }
 
+/* Opens the store read-only and closes it; writes to out only when it succeeds (the text is
+ * built in memory first); thread-safe for different outputs (report.h). */
 int mdc_report_compare(const mdc_compare_opts *o, FILE *out, char *err, size_t errlen) {
   if (err && errlen) err[0] = 0;
   if (!o || !o->db || !o->a || !o->b || !out) {

@@ -860,6 +860,7 @@ static int fuzz(rp_report *r, FILE *f) {
   return 0;
 }
 
+/* Writes index.html to f, querying r->store; -1 with r->err on a store error. */
 int rp_write_html(rp_report *r, FILE *f) {
   if (mdc_store_fuzz_campaigns_each(r->store, 1, any_campaign, &r->has_fuzz) < 0) {
     snprintf(r->err, sizeof r->err, "%s", mdc_store_error(r->store));

@@ -12,6 +12,7 @@
 
 /* ---- helpers ---- */
 
+/* Writes at most len bytes into the caller's buffer; pure. */
 void rp_area_of(const char *name, char *out, size_t len) {
   if (!len) return;
   size_t n = strcspn(name ? name : "", "/");
@@ -36,6 +37,7 @@ static void xml_attr(FILE *f, const char *s, size_t max_chars) {
   mdc_svg_escape(f, buf, max_chars);
 }
 
+/* Writes a JSON string literal to f; never fails (write errors show in ferror). */
 void rp_json_str(FILE *f, const char *s) {
   if (!s) {
     fputs("null", f);
@@ -57,6 +59,7 @@ void rp_json_str(FILE *f, const char *s) {
   fputc('"', f);
 }
 
+/* Writes a Markdown code span to f; never fails (write errors show in ferror). */
 void rp_md_code(FILE *f, const char *s, size_t max_chars) {
   fputc('`', f);
   size_t k = 0;
@@ -74,6 +77,7 @@ void rp_md_code(FILE *f, const char *s, size_t max_chars) {
   fputc('`', f);
 }
 
+/* Writes at most len bytes into the caller's buffer; pure. */
 void rp_when(const char *iso, char *out, size_t len) {
   if (!iso || strlen(iso) < 19) {
     snprintf(out, len, "%s", iso ? iso : "-");
@@ -82,6 +86,7 @@ void rp_when(const char *iso, char *out, size_t len) {
   snprintf(out, len, "%.10s %.8s", iso, iso + 11);
 }
 
+/* Writes at most len bytes into the caller's buffer; pure. */
 void rp_duration(double s, char *out, size_t len) {
   if (!(s >= 0)) snprintf(out, len, "-");
   else if (s < 10) snprintf(out, len, "%.2f s", s);
@@ -93,6 +98,7 @@ void rp_duration(double s, char *out, size_t len) {
 
 void rp_short_uuid(const char *uuid, char out[9]) { snprintf(out, 9, "%.8s", uuid ? uuid : "?"); }
 
+/* Pure; NaN when no case ran. */
 double rp_pass_rate(const uint32_t counts[MDC_CS_COUNT]) {
   uint64_t ran = 0, pass = counts[MDC_CS_PASS] + counts[MDC_CS_FLAKE] + counts[MDC_CS_UNEXPECTED_PASS];
   for (int i = 0; i < MDC_CS_COUNT; i++)
@@ -120,6 +126,7 @@ static void property(FILE *f, const char *name, const char *value) {
   fprintf(f, "\"/>\n");
 }
 
+/* Writes to f; reads r; never fails (write errors show in ferror). */
 void rp_junit_head(rp_report *r, FILE *f) {
   const mdc_run_row *run = &r->run;
   uint32_t tests = 0;
@@ -183,6 +190,7 @@ static void details_text(FILE *f, const mdc_case_row *c) {
   }
 }
 
+/* Writes one testcase to f; never fails (write errors show in ferror). */
 void rp_junit_case(rp_report *r, FILE *f, const mdc_case_row *c) {
   (void)r;
   char area[256];
@@ -293,6 +301,7 @@ static void md_list(FILE *f, const rp_report *r, rp_cat cat, size_t cap) {
   if (l->total > shown) fprintf(f, "- ... and %llu more (see index.html)\n", (unsigned long long)(l->total - shown));
 }
 
+/* Writes summary.md to f; reads the store (fuzz findings); -1 with r->err on a store error. */
 int rp_write_summary(rp_report *r, FILE *f) {
   const mdc_run_row *run = &r->run;
   const uint32_t *k = r->counts;

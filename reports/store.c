@@ -133,10 +133,12 @@ static const char *const upgrade[MDC_STORE_SCHEMA_VERSION] = {schema_v1, schema_
 static const char *const statuses[] = {MDC_STORE_STATUS_MAP(X)};
 #undef X
 
+/* Constant table lookup; thread-safe; NULL out of range (store.h). */
 const char *mdc_store_status_name(mdc_case_status st) {
   return (unsigned)st < MDC_CS_COUNT ? statuses[st] : NULL;
 }
 
+/* Constant table lookup; thread-safe; -1 for a name that is not a status (store.h). */
 int mdc_store_status_parse(const char *name) {
   for (int i = 0; name && i < MDC_CS_COUNT; i++)
     if (strcmp(name, statuses[i]) == 0) return i;
@@ -149,6 +151,7 @@ static void seterr(char *buf, size_t len, const char *path, const char *fmt, va_
   if (n >= 0 && (size_t)n < len) vsnprintf(buf + n, len - (size_t)n, fmt, ap);
 }
 
+/* Formats into s->err (the store's own buffer); one store per thread; always -1. */
 int mdc_store__fail(mdc_store *s, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -158,11 +161,13 @@ int mdc_store__fail(mdc_store *s, const char *fmt, ...) {
 }
 #define fail mdc_store__fail
 
+/* mdc_store__fail with SQLite's message for db; one store per thread; always -1. */
 int mdc_store__fail_db(mdc_store *s, sqlite3 *db, const char *what) {
   return fail(s, "%s: %s", what, sqlite3_errmsg(db));
 }
 #define fail_db mdc_store__fail_db
 
+/* Binds without copying: v must outlive the statement's step. Never fails. */
 void mdc_store__bind_text(sqlite3_stmt *st, int i, const char *v) {
   if (v) sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
   else sqlite3_bind_null(st, i);
@@ -376,6 +381,8 @@ static int store_new(const char *path, mdc_store **out) {
   return 0;
 }
 
+/* The caller owns *out (mdc_store_close). Thread-safe for different paths; on failure nothing
+ * is written to the file and err gets the message (store.h). */
 int mdc_store_open(const char *path, mdc_store **out, char *err, size_t errlen) {
   if (out) *out = NULL;
   if (err && errlen) err[0] = '\0';
@@ -432,6 +439,8 @@ fail:
   return -1;
 }
 
+/* The caller owns *out. Never writes the file; MDC_STORE_NOT_FOUND or -1 with err set on
+ * failure (store.h). */
 int mdc_store_open_read(const char *path, mdc_store **out, char *err, size_t errlen) {
   if (out) *out = NULL;
   if (err && errlen) err[0] = '\0';
@@ -495,6 +504,7 @@ fail:
   return ret;
 }
 
+/* Frees s and everything it owns (rolls back an open batch); NULL is fine. */
 void mdc_store_close(mdc_store *s) {
   if (!s) return;
   if (s->in_batch) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
@@ -518,6 +528,7 @@ static int writable(mdc_store *s, const char *what) {
   return 0;
 }
 
+/* Starts one write transaction on s (one store per thread); -1 and nothing started on failure. */
 int mdc_store_batch_begin(mdc_store *s) {
   if (!s) return -1;
   if (writable(s, "batch_begin")) return -1;
@@ -527,6 +538,7 @@ int mdc_store_batch_begin(mdc_store *s) {
   return 0;
 }
 
+/* Commits (or rolls back) the batch; a failed commit rolls back and returns -1. */
 int mdc_store_batch_end(mdc_store *s, int commit) {
   if (!s) return -1;
   if (!s->in_batch) return fail(s, "batch_end: no batch is open");
@@ -576,6 +588,7 @@ static int step_write(mdc_store *s, sqlite3_stmt *st, const char *what) {
   return rc == SQLITE_DONE ? 0 : -1;
 }
 
+/* Inserts and commits the run row; on failure nothing is written (store.h). */
 int mdc_store_run_begin(mdc_store *s, const mdc_run_info *ri, int64_t *run_id, char uuid[37]) {
   if (!s) return -1;
   if (writable(s, "run_begin")) return -1;
@@ -619,6 +632,7 @@ int mdc_store_run_begin(mdc_store *s, const mdc_run_info *ri, int64_t *run_id, c
   return 0;
 }
 
+/* Sets ended_at, the counts and interrupted in one statement; -1 (no change) for no such run. */
 int mdc_store_run_finish(mdc_store *s, int64_t run_id, const mdc_run_summary *sum) {
   if (!s) return -1;
   if (writable(s, "run_end")) return -1;
@@ -637,12 +651,14 @@ int mdc_store_run_finish(mdc_store *s, int64_t run_id, const mdc_run_summary *su
   return 0;
 }
 
+/* mdc_store_run_finish with interrupted 0 (kept for v1 callers). */
 int mdc_store_run_end(mdc_store *s, int64_t run_id, uint32_t cases, uint32_t passed,
                       uint32_t failed, uint32_t crashed, uint32_t timed_out, uint32_t unexpected) {
   mdc_run_summary sum = {cases, passed, failed, crashed, timed_out, unexpected, 0};
   return mdc_store_run_finish(s, run_id, &sum);
 }
 
+/* Inserts the case as Running and commits; -1 and nothing written on failure. */
 int mdc_store_case_begin(mdc_store *s, int64_t run_id, const char *name, const char *path,
                          int64_t *case_id) {
   if (!s) return -1;
@@ -662,6 +678,8 @@ int mdc_store_case_begin(mdc_store *s, int64_t run_id, const char *name, const c
   return 0;
 }
 
+/* Completes a Running case in one statement; -1 and no change on a bad status, bad JSON
+ * details, or a case that is not Running. */
 int mdc_store_case_finish(mdc_store *s, int64_t case_id, const mdc_case_result *r) {
   if (!s) return -1;
   if (writable(s, "case_end")) return -1;
@@ -699,6 +717,7 @@ int mdc_store_case_finish(mdc_store *s, int64_t case_id, const mdc_case_result *
               row.status);
 }
 
+/* mdc_store_case_finish with the v1 columns only. */
 int mdc_store_case_end(mdc_store *s, int64_t case_id, const char *status, double duration_s,
                        uint32_t line, const char *message, const char *expected,
                        const char *actual) {
@@ -707,6 +726,7 @@ int mdc_store_case_end(mdc_store *s, int64_t case_id, const char *status, double
   return mdc_store_case_finish(s, case_id, &r);
 }
 
+/* One query on s; -1 with the message on failure. */
 int mdc_store_count_cases(mdc_store *s, int64_t run_id, const char *status, uint32_t *count) {
   if (!s) return -1;
   sqlite3_stmt *st = s->count;
@@ -720,6 +740,7 @@ int mdc_store_count_cases(mdc_store *s, int64_t run_id, const char *status, uint
   return rc == SQLITE_ROW ? 0 : -1;
 }
 
+/* Fills the caller's array (up to cap); -1 with the message on failure. */
 int mdc_store_list_runs(mdc_store *s, int64_t *ids, size_t cap, size_t *n) {
   if (!s) return -1;
   sqlite3_stmt *st = s->list_runs;
@@ -736,6 +757,7 @@ int mdc_store_list_runs(mdc_store *s, int64_t *ids, size_t cap, size_t *n) {
   return 0;
 }
 
+/* Points *row into the statement's columns (valid until its next step). Never fails. */
 void mdc_store__case_from_stmt(sqlite3_stmt *st, mdc_case_row *row) {
   row->id = sqlite3_column_int64(st, 0);
   row->run_id = sqlite3_column_int64(st, 1);
@@ -756,6 +778,7 @@ void mdc_store__case_from_stmt(sqlite3_stmt *st, mdc_case_row *row) {
   row->details = mdc_store__text(st, 16);
 }
 
+/* Copies the row's strings into s's buffer (valid until the next case_get or close). */
 int mdc_store_case_get(mdc_store *s, int64_t case_id, mdc_case_row *row) {
   if (!s || !row) return -1;
   sqlite3_stmt *st = s->case_get;
@@ -824,6 +847,7 @@ static int step_run_write(mdc_store *s, sqlite3_stmt *st, int64_t run_id, const 
   return fail_db(s, s->db, what);
 }
 
+/* Upserts the campaign row of run_id (one statement); -1 and no change on failure. */
 int mdc_store_fuzz_campaign(mdc_store *s, int64_t run_id, const mdc_fuzz_campaign *c) {
   if (!s) return -1;
   if (writable(s, "fuzz_campaign")) return -1;
@@ -838,6 +862,7 @@ int mdc_store_fuzz_campaign(mdc_store *s, int64_t run_id, const mdc_fuzz_campaig
   return step_run_write(s, st, run_id, "fuzz_campaign");
 }
 
+/* All n samples or none (a savepoint, or the open batch); -1 with the message on failure. */
 int mdc_store_fuzz_stats(mdc_store *s, int64_t run_id, const mdc_fuzz_stat *v, size_t n) {
   if (!s) return -1;
   if (writable(s, "fuzz_stats")) return -1;
@@ -868,6 +893,7 @@ int mdc_store_fuzz_stats(mdc_store *s, int64_t run_id, const mdc_fuzz_stat *v, s
   return -1;
 }
 
+/* Upserts one finding (one statement); -1 and no change on failure. */
 int mdc_store_fuzz_finding(mdc_store *s, int64_t run_id, const mdc_fuzz_finding *f,
                            int64_t *finding_id) {
   if (!s) return -1;
@@ -1006,6 +1032,8 @@ out:
   return ret;
 }
 
+/* Opens out and reads the inputs read-only; one transaction on out, rolled back on any
+ * failure (store.h). Thread-safe for different outputs. */
 int mdc_store_merge(const char *out, const char *const *inputs, size_t n_inputs, char *err,
                     size_t errlen) {
   mdc_store *m;

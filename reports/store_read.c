@@ -69,6 +69,7 @@ static int run_own(mdc_store *s, const mdc_run_row *src, mdc_run_row *dst) {
   return 0;
 }
 
+/* Frees what the row owns and zeroes it; NULL and empty rows are fine. */
 void mdc_store_run_row_free(mdc_run_row *row) {
   if (!row) return;
   free(row->mem_);
@@ -99,6 +100,7 @@ static int run_one(mdc_store *s, const char *where, const char *a, int64_t n, md
   return ret;
 }
 
+/* The row owns its strings (mdc_store_run_row_free); MDC_STORE_NOT_FOUND or -1 on failure. */
 int mdc_store_run_get(mdc_store *s, int64_t run_id, mdc_run_row *row) {
   if (!s || !row) return -1;
   memset(row, 0, sizeof *row);
@@ -107,6 +109,7 @@ int mdc_store_run_get(mdc_store *s, int64_t run_id, mdc_run_row *row) {
   return run_one(s, "WHERE id = ?1", NULL, run_id, row, missing);
 }
 
+/* The row owns its strings; MDC_STORE_NOT_FOUND for no such run or an ambiguous prefix. */
 int mdc_store_run_find(mdc_store *s, const char *ref, const char *kind, mdc_run_row *row) {
   if (!s || !row) return -1;
   memset(row, 0, sizeof *row);
@@ -147,6 +150,7 @@ int mdc_store_run_find(mdc_store *s, const char *ref, const char *kind, mdc_run_
   return run_one(s, "WHERE substr(uuid, 1, length(?1)) = lower(?1)", ref, 0, row, missing);
 }
 
+/* Rows are borrowed for the call; one store per thread; fn's non-zero value or -1. */
 int mdc_store_runs_each(mdc_store *s, const mdc_run_filter *f,
                         int (*fn)(void *ctx, const mdc_run_row *row), void *ctx) {
   if (!s || !fn) return -1;
@@ -177,6 +181,7 @@ int mdc_store_runs_each(mdc_store *s, const mdc_run_filter *f,
   return ret;
 }
 
+/* Fills the caller's array from one index-only query; -1 with the message on failure. */
 int mdc_store_run_counts(mdc_store *s, int64_t run_id, uint32_t counts[MDC_CS_COUNT]) {
   if (!s || !counts) return -1;
   memset(counts, 0, MDC_CS_COUNT * sizeof counts[0]);
@@ -202,6 +207,7 @@ struct mdc_case_iter {
   sqlite3_stmt *st;
 };
 
+/* The caller owns *it (mdc_store_cases_close) and must close it before the store. */
 int mdc_store_cases_open(mdc_store *s, const mdc_case_query *q, mdc_case_iter **it) {
   if (!s || !q || !it) return -1;
   *it = NULL;
@@ -231,6 +237,7 @@ int mdc_store_cases_open(mdc_store *s, const mdc_case_query *q, mdc_case_iter **
   return 0;
 }
 
+/* Rows are borrowed until the next call; 1, 0 at the end, -1 with the store's message. */
 int mdc_store_cases_next(mdc_case_iter *it, mdc_case_row *row) {
   if (!it || !row) return -1;
   int rc = sqlite3_step(it->st);
@@ -242,6 +249,7 @@ int mdc_store_cases_next(mdc_case_iter *it, mdc_case_row *row) {
   return fail_db(it->s, it->s->db, "cases");
 }
 
+/* Frees the cursor; NULL is fine. */
 void mdc_store_cases_close(mdc_case_iter *it) {
   if (!it) return;
   sqlite3_finalize(it->st);
@@ -322,6 +330,7 @@ out:
   return ret;
 }
 
+/* Holds only the changed names; one store per thread; fn's value, or -1 with the message. */
 int mdc_store_verdict_changes(mdc_store *s, const int64_t *run_ids, size_t n_runs,
                               uint32_t limit,
                               int (*fn)(void *ctx, const char *name, uint32_t changes,
@@ -385,6 +394,7 @@ static int64_t int_or_neg(sqlite3_stmt *st, int i) {
   return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, i);
 }
 
+/* Rows borrowed for the call; nothing for a store without fuzz tables; fn's value or -1. */
 int mdc_store_fuzz_campaigns_each(mdc_store *s, uint32_t limit,
                                   int (*fn)(void *ctx, const mdc_fuzz_campaign_row *row),
                                   void *ctx) {
@@ -413,6 +423,7 @@ int mdc_store_fuzz_campaigns_each(mdc_store *s, uint32_t limit,
   return ret;
 }
 
+/* Samples borrowed for the call; nothing without fuzz tables; fn's value or -1. */
 int mdc_store_fuzz_stats_each(mdc_store *s, int64_t run_id,
                               int (*fn)(void *ctx, const mdc_fuzz_stat *st), void *ctx) {
   if (!s || !fn) return -1;
@@ -436,6 +447,7 @@ int mdc_store_fuzz_stats_each(mdc_store *s, int64_t run_id,
   return ret;
 }
 
+/* Rows borrowed for the call; nothing without fuzz tables; fn's value or -1. */
 int mdc_store_fuzz_findings_each(mdc_store *s, int64_t run_id, uint32_t limit,
                                  int (*fn)(void *ctx, const mdc_fuzz_finding_row *f), void *ctx) {
   if (!s || !fn) return -1;
@@ -462,6 +474,7 @@ int mdc_store_fuzz_findings_each(mdc_store *s, int64_t run_id, uint32_t limit,
   return ret;
 }
 
+/* One query; 0 for a store without fuzz tables; -1 with the message on failure. */
 int mdc_store_fuzz_findings_count(mdc_store *s, int64_t run_id, uint32_t *n) {
   if (!s || !n) return -1;
   *n = 0;

@@ -43,6 +43,7 @@ static size_t utf8_len(const unsigned char *p) {
   return n;
 }
 
+/* Writes to out only; thread-safe for distinct FILEs; never fails (write errors show in ferror). */
 void mdc_svg_escape(FILE *out, const char *text, size_t max_chars) {
   if (!out || !text) return;
   const unsigned char *p = (const unsigned char *)text;
@@ -79,6 +80,7 @@ void mdc_svg_escape(FILE *out, const char *text, size_t max_chars) {
 
 /* ---- ticks ---- */
 
+/* Pure; thread-safe; -1 (nothing set) for non-finite input. */
 int mdc_svg_nice_ticks(double lo, double hi, unsigned max_ticks, mdc_svg_ticks *t) {
   if (!t || !isfinite(lo) || !isfinite(hi)) return -1;
   if (max_ticks < 3) max_ticks = 3; /* a range around zero needs three */
@@ -126,6 +128,7 @@ int mdc_svg_nice_ticks(double lo, double hi, unsigned max_ticks, mdc_svg_ticks *
   return 0;
 }
 
+/* Pure; writes at most len bytes into the caller's buf; thread-safe. */
 void mdc_svg_format(double v, int decimals, double scale_from, char *buf, size_t len) {
   if (!buf || !len) return;
   if (!isfinite(v)) {
@@ -357,6 +360,8 @@ static void series_dots(line_ctx *l, const mdc_svg_chart *c, const mdc_svg_serie
   }
 }
 
+/* Writes to out only; keeps nothing; -1 for unusable arguments (nothing written) or a write
+ * error. */
 int mdc_svg_line_chart(FILE *out, const mdc_svg_chart *c, const mdc_svg_series *s, size_t n) {
   if (!out || !c || (n && !s) || n > MAX_SERIES) return -1;
   for (size_t i = 0; i < n; i++)
@@ -427,6 +432,8 @@ int mdc_svg_line_chart(FILE *out, const mdc_svg_chart *c, const mdc_svg_series *
 
 /* ---- bar charts ---- */
 
+/* Writes to out only; keeps nothing; -1 for unusable arguments (nothing written) or a write
+ * error. */
 int mdc_svg_bar_chart(FILE *out, const mdc_svg_chart *c, const mdc_svg_series *s, size_t n) {
   if (!out || !c || (n && !s) || n > MAX_SERIES || c->n_x_names > MAX_CATEGORIES) return -1;
   size_t ncat = c->n_x_names;

@@ -44,6 +44,8 @@ static int code_of(int rc) {
   }
 }
 
+/* `mdc report ...` (argv[0] is "report"): the exit code (MDC_EXIT_*), messages on stderr, the
+ * page's path or the comparison on stdout. Uses getopt's globals: not thread-safe. */
 int mdc_cli__cmd_report(int argc, char **argv) {
   static const struct option opts[] = {
       {"db", required_argument, 0, 'd'},       {"run", required_argument, 0, 'r'},
