@@ -441,6 +441,30 @@ fail:
 
 /* The caller owns *out. Never writes the file; MDC_STORE_NOT_FOUND or -1 with err set on
  * failure (store.h). */
+/* Reopens s->path as an immutable file (no -shm, no locks) when its -wal is missing or empty:
+ * then no writer holds changes outside the file. 0, or -1 with the reason in s->err. */
+static int reopen_immutable(mdc_store *s) {
+  char wal[4200];
+  struct stat sb;
+  if (snprintf(wal, sizeof wal, "%s-wal", s->path) >= (int)sizeof wal) return fail(s, "path too long");
+  if (stat(wal, &sb) == 0 && sb.st_size > 0)
+    return fail(s, "cannot read: its folder is not writable (SQLite needs a -shm file beside a -wal file that "
+                "holds changes)");
+  /* file: URI with the path percent-encoded where URI syntax would take it apart. */
+  char uri[4 * 4200 + 32], *u = uri + snprintf(uri, sizeof uri, "file:");
+  for (const unsigned char *p = (const unsigned char *)s->path; *p && u < uri + sizeof uri - 32; p++) {
+    if (*p == '%' || *p == '?' || *p == '#' || *p < 0x20 || *p >= 0x7f) u += sprintf(u, "%%%02X", *p);
+    else *u++ = (char)*p;
+  }
+  snprintf(u, 32, "?immutable=1");
+  sqlite3_close(s->db);
+  s->db = NULL;
+  if (sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, NULL) != SQLITE_OK)
+    return fail(s, "cannot open: %s", s->db ? sqlite3_errmsg(s->db) : "out of memory");
+  sqlite3_extended_result_codes(s->db, 1);
+  return 0;
+}
+
 int mdc_store_open_read(const char *path, mdc_store **out, char *err, size_t errlen) {
   if (out) *out = NULL;
   if (err && errlen) err[0] = '\0';
@@ -478,7 +502,14 @@ int mdc_store_open_read(const char *path, mdc_store **out, char *err, size_t err
   }
   sqlite3_extended_result_codes(s->db, 1);
   sqlite3_busy_timeout(s->db, BUSY_TIMEOUT_MS);
-  if (check_version(s, s->db, &version, 1) != 0) goto fail;
+  if (check_version(s, s->db, &version, 1) != 0) {
+    /* A WAL file in a folder we cannot write: SQLite cannot make the -shm it reads through. With
+     * no -wal beside it (or an empty one) nobody can be writing it, so it is read as an
+     * immutable file instead. */
+    int ec = sqlite3_extended_errcode(s->db) & 0xff;
+    if ((ec != SQLITE_READONLY && ec != SQLITE_CANTOPEN) || reopen_immutable(s) != 0) goto fail;
+    if (check_version(s, s->db, &version, 1) != 0) goto fail;
+  }
   if (version == 0) {
     ret = MDC_STORE_NOT_FOUND;
     fail(s, "an empty database: no results in it");

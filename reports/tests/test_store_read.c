@@ -4,7 +4,9 @@
  * from case rows, and verdict changes along runs. */
 #include "store_test.h"
 
+#include <grp.h>
 #include <inttypes.h>
+#include <sys/wait.h>
 
 TestSuite(store_read, .init = st_setup, .fini = st_teardown);
 
@@ -298,4 +300,54 @@ Test(store_read, verdict_changes_count_flips_between_consecutive_runs_in_the_giv
   cr_assert_eq(mdc_store_verdict_changes(s, runs, 1, 0, collect_changes, buf), 0);
   cr_expect_str_eq(buf, "", "one run: nothing to compare");
   mdc_store_close(s);
+}
+
+/* A store in a folder the reader cannot write (a CI artifact, another user's results): SQLite
+ * cannot make the -shm a WAL reader needs, so the store is read as an immutable file. Run as
+ * nobody when the test runs as root (modes do not bind root). */
+static int read_in_readonly_folder(void) {
+  char err[1024];
+  mdc_store *s = NULL;
+  if (mdc_store_open_read(st_path(1, "ro/r.db"), &s, err, sizeof err) != 0) {
+    fprintf(stderr, "open_read: %s\n", err);
+    return 1;
+  }
+  mdc_run_row r;
+  int rc = mdc_store_run_find(s, "latest", NULL, &r) == 0 && r.has_counts ? 0 : 2;
+  uint32_t n = 0;
+  if (rc == 0 && (mdc_store_count_cases(s, r.id, NULL, &n) != 0 || n != 3)) rc = 3;
+  mdc_store_run_row_free(&r);
+  mdc_store_close(s);
+  if (st_exists(st_path(2, "ro/r.db-shm"))) rc = 4;
+  return rc;
+}
+
+Test(store_read, a_store_in_a_folder_the_reader_cannot_write_is_read) {
+  const char *d = st_path(0, "ro"), *p = st_path(1, "ro/r.db");
+  cr_assert_eq(mkdir(d, 0755), 0);
+  mdc_store *w = st_open(p);
+  int64_t run = st_run(w, "replay", 3, "Pass", 0);
+  cr_assert_eq(mdc_store_run_end(w, run, 3, 3, 0, 0, 0, 0), 0);
+  mdc_store_close(w);
+  cr_assert(!st_exists(st_path(2, "ro/r.db-wal")), "the writer's close removed its WAL");
+  if (geteuid() != 0) {
+    cr_assert_eq(chmod(d, 0555), 0);
+    cr_expect_eq(read_in_readonly_folder(), 0);
+    chmod(d, 0755);
+    return;
+  }
+  cr_assert_eq(chown(st_dir, 65534, 65534), 0);
+  cr_assert_eq(chown(d, 65534, 65534), 0);
+  cr_assert_eq(chmod(d, 0555), 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  cr_assert_geq(pid, 0);
+  if (pid == 0) {
+    if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(100);
+    _exit(read_in_readonly_folder());
+  }
+  int ws;
+  cr_assert_eq(waitpid(pid, &ws, 0), pid);
+  cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "step %d failed", WEXITSTATUS(ws));
+  chmod(d, 0755);
 }
