@@ -1,4 +1,4 @@
-/* mdc.c - the `mdc` command: replay, record, mutants, db merge (docs/mdc-cli.md). */
+/* mdc.c - the `mdc` command: replay, record, mutants, report, db merge (docs/mdc-cli.md). */
 #include <stdio.h>
 #include <string.h>
 
@@ -11,6 +11,8 @@ static void usage(FILE *f) {
           "  replay [options] PATH...          replay traces against a driver, each in its own process\n"
           "  record --out FILE [...] -- PROG   record a workload's driver calls as a trace\n"
           "  mutants [options]                 build the reference driver's mutants, print the kill matrix\n"
+          "  report [options] --out DIR        the results store as a page, a PR summary and JUnit\n"
+          "  report --compare RUN_A RUN_B      what changed between two runs (exit 1: regressed)\n"
           "  db merge OUT IN...                merge results stores (idempotent)\n"
           "  --version                         mdc's version, trace format, results schema and driver ABI\n\n"
           "exit status: 0 success, 1 unexpected results, 2 bad usage or input, 3 results store error\n");
@@ -72,6 +74,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "replay")) return mdc_cli__cmd_replay(argc - 1, argv + 1);
   if (!strcmp(cmd, "record")) return mdc_cli__cmd_record(argc - 1, argv + 1);
   if (!strcmp(cmd, "mutants")) return mdc_cli__cmd_mutants(argc - 1, argv + 1);
+  if (!strcmp(cmd, "report")) return mdc_cli__cmd_report(argc - 1, argv + 1);
   if (!strcmp(cmd, "db")) return cmd_db(argc - 1, argv + 1);
   fprintf(stderr, "mdc: unknown command '%s'\n", cmd);
   usage(stderr);

@@ -638,7 +638,7 @@ Test(cli, mutants_kill_matrix_and_exit_status) {
   spit(list, "# test mutants\ncrashy   execute aborts\nsame     the reference driver itself\n");
   fake_mutant(root, "crashy", MDC_TEST_CRASH_SO);
   fake_mutant(root, "same", MDC_TEST_REF_SO);
-  mdc_out r = mdc("mutants", "--json", "--corpus", traces, "--build-root", root, "--list", list);
+  mdc_out r = mdc("mutants", "--json", "--corpus", traces, "--build-root", root, "--list", list, "--no-db");
   cr_assert_eq(r.rc, 1, "a survivor: rc %d\n%s", r.rc, r.err);
   json_t *j = out_json(&r);
   cr_expect_eq(jint(j, "killed"), 1);
@@ -650,7 +650,7 @@ Test(cli, mutants_kill_matrix_and_exit_status) {
   cr_expect(json_is_false(json_object_get(m1, "killed")));
   json_decref(j);
   mdc_out_free(&r);
-  r = mdc("mutants", "--corpus", traces, "--build-root", root, "--list", list, "--only", "crashy");
+  r = mdc("mutants", "--corpus", traces, "--build-root", root, "--list", list, "--only", "crashy", "--no-db");
   cr_expect_eq(r.rc, 0, "every selected mutant killed: rc %d\n%s", r.rc, r.err);
   cr_expect(strstr(r.out, "crashy") && strstr(r.out, "killed by"), "%s", r.out);
   mdc_out_free(&r);
