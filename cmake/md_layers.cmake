@@ -31,7 +31,7 @@ set(MD_LAYER_LINKS
   "mdc_svg|"
   "mdc_report|mdc_store,mdc_svg"
   "mdc_fixture|mdc_store"
-  "mdc_cli_core|md_headers"
+  "mdc_cli_core|md_headers,mdc_store"
   "mdc_record|md_headers,md_loader,md_config,mdc_calls"
   "md_wl_common|md_driver,md_loader,md_config,md_headers"
   "md_tsan_runner|"

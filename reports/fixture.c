@@ -152,7 +152,7 @@ static int write_replay(mdc_store *s, const mdc_fixture_opts *o, uint32_t r, uin
   }
   CHECK(mdc_store_batch_end(s, 1));
   if (!last || o->last_state != 2) {
-    uint32_t unexpected = k[MDC_CS_FAIL] + k[MDC_CS_CRASH] + k[MDC_CS_TIMEOUT] + k[MDC_CS_TRACE_ERROR];
+    uint32_t unexpected = mdc_store_unexpected_of(k);
     mdc_run_summary sum = {cases, k[MDC_CS_PASS], k[MDC_CS_FAIL], k[MDC_CS_CRASH], k[MDC_CS_TIMEOUT], unexpected,
                            last && o->last_state == 1};
     CHECK(mdc_store_run_finish(s, *run_id, &sum));

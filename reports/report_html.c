@@ -49,7 +49,7 @@ static const char css[] =
   ".st{display:inline-block;padding:0 6px;border-radius:3px;color:#fff;font-size:12px;white-space:nowrap}\n"
   ".s-Pass{background:var(--pass)}.s-Fail{background:var(--fail)}.s-Crash{background:var(--crash)}"
   ".s-Timeout{background:var(--timeout)}.s-NotSupported{background:var(--ns)}"
-  ".s-ExpectedFail{background:var(--xf)}.s-UnexpectedPass{background:var(--up)}"
+  ".s-ExpectedFail{background:var(--xf)}.s-Warn{background:var(--xf)}.s-UnexpectedPass{background:var(--up)}"
   ".s-Flake{background:var(--flake)}.s-TraceError{background:var(--te)}.s-Running{background:var(--run)}"
   ".s-none{background:#bbb}\n"
   "code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}\n"
@@ -106,10 +106,7 @@ static void where(FILE *f, const char *path, uint32_t line) {
   fprintf(f, "</div>");
 }
 
-static uint32_t unexpected_of(const uint32_t *k) {
-  return k[MDC_CS_FAIL] + k[MDC_CS_CRASH] + k[MDC_CS_TIMEOUT] + k[MDC_CS_TRACE_ERROR] + k[MDC_CS_UNEXPECTED_PASS] +
-         k[MDC_CS_RUNNING];
-}
+static uint32_t unexpected_of(const uint32_t *k) { return mdc_store_unexpected_of(k); }
 
 /* ---- header and totals ---- */
 

@@ -116,7 +116,7 @@ static uint32_t sum(const uint32_t *c, const int *which, size_t n) {
 
 static const int junit_failures[] = {MDC_CS_FAIL, MDC_CS_UNEXPECTED_PASS};
 static const int junit_errors[] = {MDC_CS_CRASH, MDC_CS_TIMEOUT, MDC_CS_TRACE_ERROR, MDC_CS_RUNNING};
-static const int junit_skipped[] = {MDC_CS_NOT_SUPPORTED, MDC_CS_EXPECTED_FAIL};
+static const int junit_skipped[] = {MDC_CS_NOT_SUPPORTED, MDC_CS_EXPECTED_FAIL, MDC_CS_WARN};
 #define N_OF(a) (sizeof a / sizeof a[0])
 
 static void property(FILE *f, const char *name, const char *value) {
@@ -206,8 +206,10 @@ void rp_junit_case(rp_report *r, FILE *f, const mdc_case_row *c) {
   const char *elem = NULL;
   for (size_t i = 0; i < N_OF(junit_failures); i++) if (st == junit_failures[i]) elem = "failure";
   for (size_t i = 0; i < N_OF(junit_errors); i++) if (st == junit_errors[i]) elem = "error";
-  if (st == MDC_CS_NOT_SUPPORTED || st == MDC_CS_EXPECTED_FAIL) {
-    fprintf(f, ">\n      <skipped message=\"%s", st == MDC_CS_NOT_SUPPORTED ? "NotSupported" : "ExpectedFail (a known failure)");
+  if (st == MDC_CS_NOT_SUPPORTED || st == MDC_CS_EXPECTED_FAIL || st == MDC_CS_WARN) {
+    fprintf(f, ">\n      <skipped message=\"%s", st == MDC_CS_NOT_SUPPORTED ? "NotSupported"
+                                              : st == MDC_CS_WARN ? "Warn (a trace that is not must-pass failed)"
+                                                                  : "ExpectedFail (a known failure)");
     if (c->message && c->message[0]) {
       fprintf(f, ": ");
       xml_attr(f, c->message, 500);
@@ -305,12 +307,11 @@ static void md_list(FILE *f, const rp_report *r, rp_cat cat, size_t cap) {
 int rp_write_summary(rp_report *r, FILE *f) {
   const mdc_run_row *run = &r->run;
   const uint32_t *k = r->counts;
-  uint32_t unexpected = k[MDC_CS_FAIL] + k[MDC_CS_CRASH] + k[MDC_CS_TIMEOUT] + k[MDC_CS_TRACE_ERROR] +
-                        k[MDC_CS_UNEXPECTED_PASS] + k[MDC_CS_RUNNING];
+  uint32_t unexpected = mdc_store_unexpected_of(k);
   /* Everything the first line does not name: not supported, known failures, trace errors,
    * unexpected passes, interrupted. */
   uint32_t other = k[MDC_CS_NOT_SUPPORTED] + k[MDC_CS_EXPECTED_FAIL] + k[MDC_CS_TRACE_ERROR] +
-                   k[MDC_CS_UNEXPECTED_PASS] + k[MDC_CS_RUNNING];
+                   k[MDC_CS_UNEXPECTED_PASS] + k[MDC_CS_WARN] + k[MDC_CS_RUNNING];
   /* New fuzz findings: signatures first seen after the baseline run began (all without one). */
   findings fs = {0};
   if (mdc_store_fuzz_findings_each(r->store, 0, 0, add_finding, &fs) < 0 || fs.oom) {

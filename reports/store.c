@@ -24,7 +24,7 @@
 #define BUSY_TIMEOUT_MS 5000
 #define NOW MDC_STORE__NOW
 
-#define X(e, s) "'" s "', "
+#define X(e, s, u) "'" s "', "
 static const char schema_v1[] =
   "CREATE TABLE runs (\n"
   "  id             INTEGER PRIMARY KEY,\n"
@@ -67,22 +67,44 @@ static const char schema_v1[] =
   "  actual     TEXT\n"
   ") STRICT;\n"
   "CREATE INDEX cases_by_run ON cases(run_id, name);\n";
-#undef X
 
 /* Version 2: the interrupted flag, the case columns a report shows, and the fuzz tables. Every
  * new column has a default, so ALTER TABLE ADD COLUMN does it in place (no table rebuild). */
 static const char schema_v2[] =
-  /* The index also carries the status, so a report reads names and statuses of a run (counts,
-   * the baseline side of a comparison, verdict changes) from the index alone. */
-  "DROP INDEX cases_by_run;\n"
-  "CREATE INDEX cases_by_run ON cases(run_id, name, status);\n"
   "ALTER TABLE runs ADD COLUMN interrupted INTEGER NOT NULL DEFAULT 0\n"
   "  CHECK (interrupted IN (0, 1));\n"
-  "ALTER TABLE cases ADD COLUMN event TEXT;\n"
-  "ALTER TABLE cases ADD COLUMN rule TEXT;\n"
-  "ALTER TABLE cases ADD COLUMN driver_message TEXT;\n"
-  "ALTER TABLE cases ADD COLUMN advisory TEXT;\n"
-  "ALTER TABLE cases ADD COLUMN details TEXT CHECK (details IS NULL OR json_valid(details));\n"
+  /* cases is rebuilt (SQLite's procedure: a new table, the rows copied, the old one dropped and
+   * the new one renamed), because its status CHECK gains Warn, which ALTER cannot change; the
+   * new columns come with it. */
+  "CREATE TABLE cases_v2 (\n"
+  "  id         INTEGER PRIMARY KEY,\n"
+  "  run_id     INTEGER NOT NULL REFERENCES runs(id),\n"
+  "  name       TEXT NOT NULL,\n"
+  "  path       TEXT,\n"
+  "  status     TEXT NOT NULL DEFAULT 'Running'\n"
+  "             CHECK (status IN (" MDC_STORE_STATUS_MAP(X) "'Running')),\n"
+  "  started_at TEXT NOT NULL,\n"
+  "  ended_at   TEXT,\n"
+  "  duration_s REAL,\n"
+  "  line       INTEGER,\n"
+  "  message    TEXT,\n"
+  "  expected   TEXT,\n"
+  "  actual     TEXT,\n"
+  "  event      TEXT,\n"
+  "  rule       TEXT,\n"
+  "  driver_message TEXT,\n"
+  "  advisory   TEXT,\n"
+  "  details    TEXT CHECK (details IS NULL OR json_valid(details))\n"
+  ") STRICT;\n"
+  "INSERT INTO cases_v2 (id, run_id, name, path, status, started_at, ended_at, duration_s, line,\n"
+  "                      message, expected, actual)\n"
+  "  SELECT id, run_id, name, path, status, started_at, ended_at, duration_s, line, message,\n"
+  "         expected, actual FROM cases;\n"
+  "DROP TABLE cases;\n"
+  "ALTER TABLE cases_v2 RENAME TO cases;\n"
+  /* The index also carries the status, so a report reads names and statuses of a run (counts,
+   * the baseline side of a comparison, verdict changes) from the index alone. */
+  "CREATE INDEX cases_by_run ON cases(run_id, name, status);\n"
   "CREATE TABLE fuzz_campaigns (\n"
   "  run_id     INTEGER PRIMARY KEY REFERENCES runs(id),\n"
   "  target     TEXT NOT NULL,\n"
@@ -122,6 +144,7 @@ static const char schema_v2[] =
   "  trace      TEXT,\n"
   "  UNIQUE (run_id, signature)\n"
   ") STRICT;\n";
+#undef X
 
 /* upgrade[v] takes a database from schema version v to v + 1; version 0 is an empty database,
  * so a new file runs every step and ends exactly like an upgraded one. A future version N adds
@@ -129,9 +152,21 @@ static const char schema_v2[] =
  * older files are upgraded in one transaction when opened for writing. */
 static const char *const upgrade[MDC_STORE_SCHEMA_VERSION] = {schema_v1, schema_v2};
 
-#define X(e, s) s,
+#define X(e, s, u) s,
 static const char *const statuses[] = {MDC_STORE_STATUS_MAP(X)};
 #undef X
+#define X(e, s, u) u,
+static const unsigned char status_unexpected[] = {MDC_STORE_STATUS_MAP(X)};
+#undef X
+
+int mdc_store_status_unexpected(mdc_case_status st) { return (unsigned)st < MDC_CS_COUNT ? status_unexpected[st] : 1; }
+
+uint32_t mdc_store_unexpected_of(const uint32_t *counts) {
+  uint32_t n = 0;
+  for (int i = 0; i < MDC_CS_COUNT; i++)
+    if (status_unexpected[i]) n += counts[i];
+  return n;
+}
 
 /* Constant table lookup; thread-safe; NULL out of range (store.h). */
 const char *mdc_store_status_name(mdc_case_status st) {

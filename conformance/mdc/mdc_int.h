@@ -15,27 +15,18 @@
 #include <sys/types.h>
 
 #include "mdc/engine.h"
+#include "mdc/store.h"
 
 /* Exit codes of every command (docs/mdc-cli.md). */
 enum { MDC_EXIT_OK = 0, MDC_EXIT_UNEXPECTED = 1, MDC_EXIT_USAGE = 2, MDC_EXIT_STORE = 3 };
 
-/* X(enum, name, unexpected): the one table of case statuses. */
-#define MDC_STATUS_MAP(X)                        \
-  X(MDC_S_PASS, "Pass", 0)                       \
-  X(MDC_S_FAIL, "Fail", 1)                       \
-  X(MDC_S_CRASH, "Crash", 1)                     \
-  X(MDC_S_TIMEOUT, "Timeout", 1)                 \
-  X(MDC_S_NOT_SUPPORTED, "NotSupported", 0)      \
-  X(MDC_S_TRACE_ERROR, "TraceError", 1)          \
-  X(MDC_S_EXPECTED_FAIL, "ExpectedFail", 0)      \
-  X(MDC_S_UNEXPECTED_PASS, "UnexpectedPass", 1)  \
-  X(MDC_S_FLAKE, "Flake", 0)
-
+/* The case statuses: the results store's one table (MDC_STORE_STATUS_MAP: name, and whether a
+ * case ending so makes the run fail), under the harness's names. Running never ends a case. */
 typedef enum mdc_status {
-#define X(e, n, u) e,
-  MDC_STATUS_MAP(X)
+#define X(e, n, u) MDC_S_##e = MDC_CS_##e,
+  MDC_STORE_STATUS_MAP(X)
 #undef X
-  MDC_S_COUNT
+  MDC_S_COUNT = MDC_CS_COUNT
 } mdc_status;
 
 const char *mdc_cli__status_name(mdc_status s);
@@ -153,6 +144,7 @@ typedef struct mdc_cli__case {
   int64_t case_id;
   int attempts;
   int finished;            /* its status is final */
+  int must_pass;           /* the header's must_pass (a failure of a trace that is not: Warn) */
 } mdc_cli__case;
 
 typedef struct mdc_cli__run {

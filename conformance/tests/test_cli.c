@@ -554,6 +554,27 @@ Test(cli, messages_are_advisory_unless_strict) {
   mdc_out_free(&r);
 }
 
+/* must_pass: false marks a decision SPEC leaves open; such a trace that fails is Warn, reported
+ * and not unexpected (exit 0), and a must-pass one that fails the same way is a Fail. */
+Test(cli, a_failing_trace_that_is_not_must_pass_is_a_warning) {
+  char dir[64], db[128];
+  tmpdir(dir);
+  write_traces(dir, "w.jsonl",
+               "{\"mdc_trace\": \"1.0\", \"name\": \"cli/w_optional\", \"rules\": [\"x\"], \"must_pass\": false}\n"
+               "{\"op\": \"open_device\", \"config\": \"backend=sim\", \"expect\": {\"status\": \"INVALID_ARGUMENT\"}}\n",
+               NULL);
+  snprintf(db, sizeof db, "%s/w.db", dir);
+  mdc_out r = mdc("replay", "--json", "--db", db, dir);
+  cr_expect_eq(r.rc, 0, "rc %d: %s", r.rc, r.err);
+  json_t *j = out_json(&r);
+  cr_expect_str_eq(jstatus(j, "cli/w_optional"), "Warn");
+  cr_expect_eq(jint(j, "warned"), 1);
+  cr_expect_eq(jint(j, "unexpected"), 0);
+  json_decref(j);
+  mdc_out_free(&r);
+  cr_expect_eq(db_count(db, "SELECT count(*) FROM cases WHERE status = 'Warn'"), 1);
+}
+
 /* A trace name with escape sequences does not reach the terminal raw. */
 Test(cli, control_characters_in_names_are_escaped) {
   char dir[64];

@@ -55,9 +55,14 @@ Test(store_v2, a_v1_file_is_upgraded_in_place_once_and_keeps_every_row) {
   /* Opening again changes nothing (no second upgrade: ADD COLUMN twice would fail). */
   s = st_open(p);
   int64_t run = st_run(s, "replay", 1, "Pass", 0);
+  /* v2's status Warn (a trace that is not must-pass failed): the rebuilt table takes it. */
+  int64_t warn_run = st_run(s, "replay", 1, "Warn", 0);
   mdc_store_close(s);
-  cr_expect_eq(st_int(p, "SELECT count(*) FROM runs"), 2);
+  cr_expect_eq(st_int(p, "SELECT count(*) FROM runs"), 3);
   cr_expect_gt(run, 1);
+  cr_expect_gt(warn_run, run);
+  cr_expect_eq(st_int(p, "SELECT count(*) FROM cases WHERE status = 'Warn'"), 1);
+  cr_expect_eq(st_int(p, "SELECT count(*) FROM sqlite_master WHERE name = 'cases_by_run'"), 1, "the index is back");
   /* A new file and an upgraded one have the same tables and columns. */
   const char *q = st_path(1, "new.db");
   mdc_store_close(st_open(q));

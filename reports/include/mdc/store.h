@@ -21,16 +21,19 @@ extern "C" {
  * there. The message is in the error buffer as for -1. */
 #define MDC_STORE_NOT_FOUND (-2)
 
-/* X(enum suffix, name): the case statuses, in the order of the schema's CHECK; Running last
- * (a case that has begun and not ended). */
+/* X(enum suffix, name, unexpected): the one table of case statuses, in the order of the
+ * schema's CHECK; Running last (a case that has begun and not ended). `unexpected`: whether a
+ * case ending so makes a run fail (mdc's exit status 1, the report's "unexpected" count);
+ * Running counts, since a case left Running is one that was interrupted. The harness (mdc_int.h)
+ * and the reports take their statuses from here. */
 #define MDC_STORE_STATUS_MAP(X)                                                                  \
-  X(PASS, "Pass") X(FAIL, "Fail") X(CRASH, "Crash") X(TIMEOUT, "Timeout")                        \
-  X(NOT_SUPPORTED, "NotSupported") X(EXPECTED_FAIL, "ExpectedFail")                              \
-  X(UNEXPECTED_PASS, "UnexpectedPass") X(FLAKE, "Flake") X(TRACE_ERROR, "TraceError")            \
-  X(RUNNING, "Running")
+  X(PASS, "Pass", 0) X(FAIL, "Fail", 1) X(CRASH, "Crash", 1) X(TIMEOUT, "Timeout", 1)            \
+  X(NOT_SUPPORTED, "NotSupported", 0) X(EXPECTED_FAIL, "ExpectedFail", 0)                        \
+  X(UNEXPECTED_PASS, "UnexpectedPass", 1) X(FLAKE, "Flake", 0) X(TRACE_ERROR, "TraceError", 1)   \
+  X(WARN, "Warn", 0) X(RUNNING, "Running", 1)
 
 typedef enum mdc_case_status {
-#define X(e, n) MDC_CS_##e,
+#define X(e, n, u) MDC_CS_##e,
   MDC_STORE_STATUS_MAP(X)
 #undef X
   MDC_CS_COUNT
@@ -40,6 +43,11 @@ typedef enum mdc_case_status {
 const char *mdc_store_status_name(mdc_case_status st);
 /* The status named name, or -1 when it is not one. Thread-safe. */
 int mdc_store_status_parse(const char *name);
+/* Whether a case ending with st makes its run fail (MDC_STORE_STATUS_MAP's third column); 1 for
+ * a value out of range. Thread-safe. */
+int mdc_store_status_unexpected(mdc_case_status st);
+/* The unexpected cases among counts[MDC_CS_COUNT]. */
+uint32_t mdc_store_unexpected_of(const uint32_t *counts);
 
 typedef struct mdc_store mdc_store;
 
