@@ -24,6 +24,8 @@ set(MD_LAYER_LINKS
   "md_hip|md_headers,md_kernels,md_kernels_shared"
   "md_refdriver|md_runtime,md_sim,md_hip,md_runtime_private"
   "md_driver|md_headers,md_hip"
+  "md_mutants_objs|md_headers,md_kernels,md_config,md_sim,md_runtime_private"
+  "md_driver_mutants|md_headers"
   "md_loader|md_headers"
   "mdc_calls|md_headers"
   "mdc_engine|md_headers,md_driver,md_config,mdc_calls,md_loader"

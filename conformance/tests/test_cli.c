@@ -637,29 +637,18 @@ Test(cli, sigkill_keeps_finished_cases_and_marks_the_interrupted_one_running) {
 
 /* The kill matrix without building: a build root whose "mutants" are prebuilt drivers (the
  * crashing test driver kills the execute trace; the reference driver itself survives). */
-static void fake_mutant(const char *root, const char *name, const char *so) {
-  char p[256];
-  snprintf(p, sizeof p, "%s/%s", root, name);
-  mkdir(p, 0755);
-  snprintf(p, sizeof p, "%s/%s/runtime", root, name);
-  mkdir(p, 0755);
-  snprintf(p, sizeof p, "%s/%s/runtime/libmd_driver.so", root, name);
-  cr_assert_eq(symlink(so, p), 0, "symlink %s: %s", p, strerror(errno));
-}
-
+/* The mutants driver (a stand-in for md_driver_mutants: MD_MUTANT=crashy aborts in execute, same
+ * changes nothing) replayed once per mutant with MD_MUTANT set. */
 Test(cli, mutants_kill_matrix_and_exit_status) {
-  char dir[64], traces[96], root[96], list[96];
+  char dir[64], traces[96], list[96];
   tmpdir(dir);
   snprintf(traces, sizeof traces, "%s/traces", dir);
-  snprintf(root, sizeof root, "%s/mutants", dir);
   snprintf(list, sizeof list, "%s/mutants.txt", dir);
   mkdir(traces, 0755);
-  mkdir(root, 0755);
   write_traces(traces, "a.jsonl", TRACE_OPEN_CLOSE, "b.jsonl", TRACE_ADD, NULL);
   spit(list, "# test mutants\ncrashy   execute aborts\nsame     the reference driver itself\n");
-  fake_mutant(root, "crashy", MDC_TEST_CRASH_SO);
-  fake_mutant(root, "same", MDC_TEST_REF_SO);
-  mdc_out r = mdc("mutants", "--json", "--corpus", traces, "--build-root", root, "--list", list, "--no-db");
+  const char *root = MDC_TEST_MUTANTS_SO;
+  mdc_out r = mdc("mutants", "--json", "--corpus", traces, "--driver", root, "--list", list, "--no-db");
   cr_assert_eq(r.rc, 1, "a survivor: rc %d\n%s", r.rc, r.err);
   json_t *j = out_json(&r);
   cr_expect_eq(jint(j, "killed"), 1);
@@ -671,7 +660,7 @@ Test(cli, mutants_kill_matrix_and_exit_status) {
   cr_expect(json_is_false(json_object_get(m1, "killed")));
   json_decref(j);
   mdc_out_free(&r);
-  r = mdc("mutants", "--corpus", traces, "--build-root", root, "--list", list, "--only", "crashy", "--no-db");
+  r = mdc("mutants", "--corpus", traces, "--driver", root, "--list", list, "--only", "crashy", "--no-db");
   cr_expect_eq(r.rc, 0, "every selected mutant killed: rc %d\n%s", r.rc, r.err);
   cr_expect(strstr(r.out, "crashy") && strstr(r.out, "killed by"), "%s", r.out);
   mdc_out_free(&r);
@@ -679,7 +668,7 @@ Test(cli, mutants_kill_matrix_and_exit_status) {
   cr_expect_eq(r.rc, 2);
   mdc_out_free(&r);
   /* A mutant name that is not in the list is a usage error, not "0 of 0 killed" and exit 0. */
-  r = mdc("mutants", "--corpus", traces, "--build-root", root, "--list", list, "--only", "nosuch");
+  r = mdc("mutants", "--corpus", traces, "--driver", root, "--list", list, "--only", "nosuch");
   cr_expect_eq(r.rc, 2, "rc %d", r.rc);
   cr_expect(strstr(r.err, "--only 'nosuch': no such mutant"), "%s", r.err);
   cr_expect(!strstr(r.err, "mdc replay:"), "a mutants error says mdc mutants: %s", r.err);

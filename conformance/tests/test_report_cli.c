@@ -216,35 +216,20 @@ Test(report_cli, sigterm_marks_the_run_interrupted_and_keeps_the_running_case) {
   free(html);
 }
 
-/* Mutants recorded in the store (prebuilt "mutants" as in test_cli: the crashing driver is
- * killed by the execute trace, the reference driver itself survives), then shown by report. */
+/* Mutants recorded in the store (the stand-in mutants driver of test_cli: crashy is killed by the
+ * execute trace, same survives, broken is a name the driver does not run), then shown by report. */
 Test(report_cli, mutants_are_recorded_in_the_store_and_shown_as_a_matrix) {
-  char dir[64], traces[96], root[96], list[96], db[128], out[128], p[256];
+  char dir[64], traces[96], list[96], db[128], out[128], p[256];
   tmpdir(dir);
   snprintf(traces, sizeof traces, "%s/traces", dir);
-  snprintf(root, sizeof root, "%s/mutants", dir);
   snprintf(list, sizeof list, "%s/mutants.txt", dir);
   snprintf(db, sizeof db, "%s/m.db", dir);
   snprintf(out, sizeof out, "%s/report", dir);
   mkdir(traces, 0755);
-  mkdir(root, 0755);
   write_traces(traces, "a.jsonl", TRACE_OPEN_CLOSE, "b.jsonl", TRACE_ADD, NULL);
-  spit(list, "crashy   execute aborts\nsame     the reference driver itself\nbroken   never built\n");
-  const char *names[] = {"crashy", "same"}, *sos[] = {MDC_TEST_CRASH_SO, MDC_TEST_REF_SO};
-  for (int i = 0; i < 2; i++) {
-    snprintf(p, sizeof p, "%s/%s", root, names[i]);
-    mkdir(p, 0755);
-    snprintf(p, sizeof p, "%s/%s/runtime", root, names[i]);
-    mkdir(p, 0755);
-    snprintf(p, sizeof p, "%s/%s/runtime/libmd_driver.so", root, names[i]);
-    cr_assert_eq(symlink(sos[i], p), 0);
-  }
-  /* "broken": a configured build folder whose build fails (no such source tree to build). */
-  snprintf(p, sizeof p, "%s/broken", root);
-  mkdir(p, 0755);
-  snprintf(p, sizeof p, "%s/broken/CMakeCache.txt", root);
-  spit(p, "not a cache\n");
-  mdc_out r = mdc("mutants", "--json", "--corpus", traces, "--build-root", root, "--list", list, "--db", db);
+  spit(list, "crashy   execute aborts\nsame     the reference driver itself\nbroken   not runnable\n");
+  const char *root = MDC_TEST_MUTANTS_SO;
+  mdc_out r = mdc("mutants", "--json", "--corpus", traces, "--driver", root, "--list", list, "--db", db);
   cr_assert_eq(r.rc, 1, "a survivor: %s", r.err);
   json_t *j = out_json(&r);
   cr_expect(json_is_string(json_object_get(j, "run_uuid")));
@@ -266,7 +251,7 @@ Test(report_cli, mutants_are_recorded_in_the_store_and_shown_as_a_matrix) {
   cr_expect(strstr(html, "<b>1 of 3</b> mutants killed"), "the matrix heading");
   cr_expect(strstr(html, "SURVIVED") && strstr(html, "not built") && strstr(html, "cli/b_execute_add"));
   free(html);
-  r = mdc("mutants", "--corpus", traces, "--build-root", root, "--list", list, "--only", "crashy", "--no-db");
+  r = mdc("mutants", "--corpus", traces, "--driver", root, "--list", list, "--only", "crashy", "--no-db");
   cr_expect_eq(r.rc, 0, "%s", r.err);
   mdc_out_free(&r);
   cr_expect_eq(db_long(db, "SELECT count(*) FROM runs"), 1, "--no-db records nothing");

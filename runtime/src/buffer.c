@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mutant.h"
 #include "error.h"
 #include "objects_int.h"
 
@@ -32,14 +33,11 @@ md_status md__buffer_write_begin(md_device *d, md__buffer *b, uint64_t bytes, md
   /* Nobody else holds it (references are only taken under this lock): write in place. The
    * acquire pairs with the release of the last other holder's put, so its reads of the old
    * content happen before these writes. */
-#ifdef MD_MUTANT_writers_unguarded
-  /* Mutant: always in place, under readers and other writers, and readers are not told. */
-  if (cur && cur->capacity >= bytes) {
-#else
-  if (cur && cur->capacity >= bytes && !b->writing &&
-      atomic_load_explicit(&cur->ref.n, memory_order_acquire) == 1) {
-    b->writing = true;
-#endif
+  /* (Mutant writers_unguarded: always in place, under readers and other writers, and readers
+   * are not told.) */
+  if (cur && cur->capacity >= bytes &&
+      (MD_MUTANT(writers_unguarded) || (!b->writing && atomic_load_explicit(&cur->ref.n, memory_order_acquire) == 1))) {
+    if (!MD_MUTANT(writers_unguarded)) b->writing = true;
     w->st = storage_get_locked(b);
     w->in_place = true;
     md__spin_unlock(&b->lock);
@@ -105,17 +103,13 @@ md_status md__buffer_read_begin(md__buffer *b, md__storage **st, uint32_t *rank,
 }
 
 bool md__buffer_has_role(const md__hentry *e, md_handle prepared, uint32_t is_output, uint32_t index) {
-#ifdef MD_MUTANT_role_unchecked
-  (void)e; (void)prepared; (void)is_output; (void)index;
-  return true;
-#else
+  if (MD_MUTANT(role_unchecked)) return true; /* Mutant: any use of a token is one of its roles. */
   if (e->tag[0] == prepared && e->tag[1] == md__role_tag(is_output, index)) return true;
   const md__buffer *b = e->obj;
   for (uint32_t i = 1; i < b->n_roles; i++)
     if (b->roles[i].prepared == prepared && b->roles[i].is_output == is_output && b->roles[i].index == index)
       return true;
   return false;
-#endif
 }
 
 void md__buffer_uninit(md__buffer *b) {

@@ -183,8 +183,10 @@ static md_status wait_event(md_device *d, md_handle client, md_handle event, uin
   return md__wait_event(d, client, event, timeout_ns, shapes, n_shapes, timing);
 }
 
-#ifdef MD_MUTANT
-#define MD_DRIVER_NAME "mdc-reference-mutant"
+#ifdef MD_MUTANTS
+#include "mutant.h"
+int md__mutant; /* mutant.h: the mutant that runs, set by md_driver_entry */
+#define MD_DRIVER_NAME "mdc-reference-mutants" /* the mutants build: MD_MUTANT picks one */
 #else
 #define MD_DRIVER_NAME "mdc-reference"
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "mutant.h"
 #include "error.h"
 #include "exec_int.h"
 
@@ -214,9 +215,9 @@ md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_han
   for (uint32_t i = 0; i < x->n_out && st == MD_NONE; i++) st = check_arg(x, fn, &req->outputs[i], 1, i, &x->out[i]);
   if (st != MD_NONE) goto fail;
 
-#ifndef MD_MUTANT_output_alias_unchecked
-  /* A token written by this request is used nowhere else in it. */
-  for (uint32_t i = 0; i < x->n_out; i++) {
+  /* A token written by this request is used nowhere else in it (mutant output_alias_unchecked:
+   * not checked). */
+  for (uint32_t i = 0; i < x->n_out && !MD_MUTANT(output_alias_unchecked); i++) {
     if (x->out[i].kind != ARG_TOKEN) continue;
     md_token t = req->pools[x->out[i].pool].token;
     for (uint32_t j = 0; j < x->n_in + x->n_out; j++) {
@@ -227,23 +228,23 @@ md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_han
       goto fail;
     }
   }
-#endif
 
   /* Inputs must be initialized: after every INVALID_ARGUMENT check (the role comes first). */
   for (uint32_t i = 0; i < x->n_in; i++) {
     io_arg *a = &x->in[i];
     if (a->kind != ARG_TOKEN) continue;
-#ifdef MD_MUTANT_init_unchecked
-    md__spin_lock(&a->buf->lock);
-    a->rd = a->buf->st;
-    if (a->rd) md__ref_get(&a->rd->ref);
-    md__spin_unlock(&a->buf->lock);
-    if (!a->rd) {
-      st = md__fail(MD_GENERAL_FAILURE, "%s: input %u: buffer has no storage", fn, i);
-      goto fail;
+    if (MD_MUTANT(init_unchecked)) {
+      /* Mutant: an uninitialized buffer's storage is read as it is. */
+      md__spin_lock(&a->buf->lock);
+      a->rd = a->buf->st;
+      if (a->rd) md__ref_get(&a->rd->ref);
+      md__spin_unlock(&a->buf->lock);
+      if (!a->rd) {
+        st = md__fail(MD_GENERAL_FAILURE, "%s: input %u: buffer has no storage", fn, i);
+        goto fail;
+      }
+      continue;
     }
-    continue;
-#endif
     uint32_t rank, dims[MD_MAX_RANK], axis;
     st = md__buffer_read_begin(a->buf, &a->rd, &rank, dims);
     if (st != MD_NONE) {
@@ -282,13 +283,11 @@ md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_han
 fail:
   /* SPEC 4: a failed execution leaves every device output of the request uninitialized, also
    * when it fails before running (the outputs whose tokens were already resolved). */
-#ifndef MD_MUTANT_no_deinit
-  if (req && x->tok && req->outputs)
+  if (req && x->tok && req->outputs && !MD_MUTANT(no_deinit))
     for (uint32_t i = 0; i < req->n_outputs; i++) {
       const md_request_arg *a = &req->outputs[i];
       if (!a->has_no_value && a->pool < x->n_pools && x->tok[a->pool]) md__buffer_uninit(x->tok[a->pool]->obj);
     }
-#endif
   md__exec_free(x);
   return st;
 }

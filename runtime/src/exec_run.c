@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "mutant.h"
 #include "error.h"
 #include "exec_int.h"
 #include "kernels/kernel_ctx.h"
@@ -107,14 +108,14 @@ static void deinit_device_outputs(md__exec *x, opnd_state *os) {
   const md__model *m = x->p->model;
   for (uint32_t i = 0; i < x->n_out; i++) {
     if (x->out[i].kind != ARG_TOKEN) continue;
-#ifndef MD_MUTANT_no_deinit
     opnd_state *s = &os[m->outputs[i]];
+    if (MD_MUTANT(no_deinit)) {
+      /* Mutant: a failed execution's output keeps (and publishes) what was written. */
+      if (s->w.st) md__buffer_write_commit(x->d, x->out[i].buf, &s->w, x->out[i].buf->cur_rank, md__buf_cur_dims(x->out[i].buf));
+      continue;
+    }
     if (s->w.st) md__buffer_write_abort(x->d, x->out[i].buf, &s->w);
     else md__buffer_uninit(x->out[i].buf);
-#else
-    opnd_state *s = &os[m->outputs[i]];
-    if (s->w.st) md__buffer_write_commit(x->d, x->out[i].buf, &s->w, x->out[i].buf->cur_rank, md__buf_cur_dims(x->out[i].buf));
-#endif
   }
 }
 
@@ -305,13 +306,13 @@ static md_status run_op(md__exec *x, md__exec_ctx *ctx, md_stream *stream, uint3
     }
     if (o->lifetime == MD_SUBGRAPH_OUTPUT) {
       const io_arg *a = &x->out[o->io_index];
-      if (a->kind != ARG_NONE && md__dims_combine(a->rank, a->dims, s->rank, s->dims, &rank, dims, &axis)) {
-#ifndef MD_MUTANT_fixed_dims_resized
+      /* (Mutant fixed_dims_resized: a buffer with fixed dims takes the produced ones.) */
+      if (a->kind != ARG_NONE && md__dims_combine(a->rank, a->dims, s->rank, s->dims, &rank, dims, &axis) &&
+          !MD_MUTANT(fixed_dims_resized)) {
         st = md__fail(MD_GENERAL_FAILURE, "output %u: produced dims %s do not match the requested %s%s", o->io_index,
                       md__dims_str(s->rank, s->dims, s1, sizeof s1), md__dims_str(a->rank, a->dims, s2, sizeof s2),
                       a->kind == ARG_TOKEN ? " (the buffer's dims are fixed)" : "");
         goto out;
-#endif
       }
       if (a->kind == ARG_TOKEN && !s->host) {
         st = md__buffer_write_begin(d, a->buf, s->bytes, &s->w);

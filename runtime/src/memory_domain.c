@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "mutant.h"
 #include "error.h"
 #include "objects_int.h"
 
@@ -321,16 +322,13 @@ md_status md__copy_to(md_device *d, md_handle client, md_token token, const md_m
   md__spin_unlock(&b->lock);
 
   /* SPEC 3: the size is checked before initialization. */
-#ifndef MD_MUTANT_copy_to_init_first
-  if (known && dst->size != bytes) {
+  /* (Mutant copy_to_init_first: the size is never checked, so initialization answers first.) */
+  if (known && dst->size != bytes && !MD_MUTANT(copy_to_init_first)) {
     st = md__fail(MD_INVALID_ARGUMENT, "copy_to: token " TOKFMT ": dst size %llu != %llu bytes of dims %s",
                   TOK(token), (unsigned long long)dst->size, (unsigned long long)bytes,
                   md__dims_str(rank, dims, a, sizeof a));
     goto done;
   }
-#else
-  (void)known;
-#endif
   if ((st = md__buffer_read_begin(b, &s, &rank, dims)) != MD_NONE) {
     md__fail_prefix(st, "copy_to: token " TOKFMT, TOK(token));
     goto done;
@@ -373,16 +371,14 @@ md_status md__free_buffer(md_device *d, md_handle client, md_token token) {
   /* The token dies now; the memory goes when the last call or execution using it ends. */
   if (!md__handle_kill(&d->ht, be, token))
     st = md__fail(MD_INVALID_ARGUMENT, "free_buffer: token " TOKFMT ": was already released", TOK(token));
-#ifdef MD_MUTANT_free_under_kernel
-  /* Mutant: the device memory goes with the token, whoever still uses it. */
-  else {
+  else if (MD_MUTANT(free_under_kernel)) {
+    /* Mutant: the device memory goes with the token, whoever still uses it. */
     md__buffer *mb = be->obj;
     md__spin_lock(&mb->lock);
     md__storage *ms = mb->st;
     md__spin_unlock(&mb->lock);
     if (ms && ms->mem) d->be->free(d->bk, ms->mem);
   }
-#endif
   md__handle_put(&d->ht, be);
   md__handle_put(&d->ht, ce);
   return st;
