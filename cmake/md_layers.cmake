@@ -60,6 +60,10 @@ set(MD_LAYER_INCLUDES
   "examples|runtime/include"
 )
 
+# Headers generated into a build folder (not in the source tree): an include of one is allowed
+# where its generator's folder is (runtime/CMakeLists.txt writes mutants_gen.h for runtime/src).
+set(MD_LAYER_GENERATED "runtime/src|mutants_gen.h" "runtime/driver|mutants_gen.h")
+
 # Project targets among a target's link libraries (generator expressions and imported or
 # external libraries left out).
 function(md_layers_project_links target out)
