@@ -1,4 +1,5 @@
 # md_check_includes.cmake - the include half of the layer check (cmake/md_layers.cmake), run by
+cmake_policy(SET CMP0057 NEW)
 # the `layers` test: cmake -DROOT=<source dir> -P md_check_includes.cmake.
 # Every `#include "x"` in the sources of a folder of MD_LAYER_INCLUDES (its tests/ excluded) must
 # name a header in the file's own folder or under one of the folder's allowed roots.
