@@ -1,8 +1,8 @@
 # md_check_includes.cmake - the include half of the layer check (cmake/md_layers.cmake), run by
-cmake_policy(SET CMP0057 NEW)
 # the `layers` test: cmake -DROOT=<source dir> -P md_check_includes.cmake.
 # Every `#include "x"` in the sources of a folder of MD_LAYER_INCLUDES (its tests/ excluded) must
 # name a header in the file's own folder or under one of the folder's allowed roots.
+cmake_policy(SET CMP0057 NEW) # if(... IN_LIST ...)
 include(${CMAKE_CURRENT_LIST_DIR}/md_layers.cmake)
 if(NOT ROOT)
   message(FATAL_ERROR "md_check_includes: -DROOT=<source dir> is required")
