@@ -4,6 +4,7 @@
 
 #include "mdc/store.h"
 #include "mdc_int.h"
+#include "paths.h"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -12,7 +13,7 @@ static void usage(FILE *f) {
           "  record --out FILE [...] -- PROG   record a workload's driver calls as a trace\n"
           "  mutants [options]                 build the reference driver's mutants, print the kill matrix\n"
           "  db merge OUT IN...                merge results stores (idempotent)\n"
-          "  --version                         mdc's version, trace format, results schema and driver ABI\n\n"
+          "  --version                         mdc's version, trace format, results schema, driver ABI, its files\n\n"
           "exit status: 0 success, 1 unexpected results, 2 bad usage or input, 3 results store error\n");
 }
 
@@ -64,6 +65,8 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
     printf("mdc %s (trace format %d.%d, results schema %d, driver ABI %u)\n", MDC_VERSION, MDC_TRACE_MAJOR,
            MDC_TRACE_MINOR, MDC_STORE_SCHEMA_VERSION, (unsigned)MD_DRIVER_ABI_VERSION);
+    /* Where an installed mdc found its own files (paths.c), so a broken install is visible. */
+    printf("reference driver: %s\nrecorder: %s\n", mdc_cli__reference_driver_path(), mdc_cli__recorder_path());
     return MDC_EXIT_OK;
   }
   /* Whatever a driver under test forks comes back to mdc if it leaves its case's process group,
