@@ -37,6 +37,7 @@ set(MD_LAYER_LINKS
   "mdc_record|md_headers,md_loader,md_config,mdc_calls"
   "md_wl_common|md_driver,md_loader,md_config,md_headers"
   "md_tsan_runner|"
+  "md_driver_skeleton|md_headers"
 )
 
 # folder (sources of one library; not its tests/)|include roots besides the folder itself, comma-separated
@@ -58,6 +59,7 @@ set(MD_LAYER_INCLUDES
   "reports|reports/include"
   "reports/include/mdc|reports/include"
   "examples|runtime/include"
+  "examples/driver_skeleton|runtime/include"
 )
 
 # Headers generated into a build folder (not in the source tree): an include of one is allowed

@@ -4,6 +4,7 @@
 
 #include "mdc/store.h"
 #include "mdc_int.h"
+#include "paths.h"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -14,7 +15,7 @@ static void usage(FILE *f) {
           "  report [options] --out DIR        the results store as a page, a PR summary and JUnit\n"
           "  report --compare RUN_A RUN_B      what changed between two runs (exit 1: regressed)\n"
           "  db merge OUT IN...                merge results stores (idempotent)\n"
-          "  --version                         mdc's version, trace format, results schema and driver ABI\n\n"
+          "  --version                         mdc's version, trace format, results schema, driver ABI, its files\n\n"
           "exit status: 0 success, 1 unexpected results, 2 bad usage or input, 3 results store error\n");
 }
 
@@ -66,6 +67,8 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
     printf("mdc %s (trace format %d.%d, results schema %d, driver ABI %u)\n", MDC_VERSION, MDC_TRACE_MAJOR,
            MDC_TRACE_MINOR, MDC_STORE_SCHEMA_VERSION, (unsigned)MD_DRIVER_ABI_VERSION);
+    /* Where an installed mdc found its own files (paths.c), so a broken install is visible. */
+    printf("reference driver: %s\nrecorder: %s\n", mdc_cli__reference_driver_path(), mdc_cli__recorder_path());
     return MDC_EXIT_OK;
   }
   /* Whatever a driver under test forks comes back to mdc if it leaves its case's process group,
