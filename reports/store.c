@@ -996,28 +996,111 @@ int mdc_store_fuzz_finding(mdc_store *s, int64_t run_id, const mdc_fuzz_finding 
 
 /* Opens an input read-only and checks it is a results store (this version or older). Never
  * creates it. *version gets its schema version. */
-static int open_input(mdc_store *m, const char *path, sqlite3 **out, int64_t *version) {
-  *out = NULL;
-  struct stat st;
+/* A merge input, opened so that nothing is written beside it: as an immutable file when no -wal
+ * beside it holds changes (no -shm, no locks, works in a read-only folder), else as a private
+ * copy of the file and its -wal in a temporary folder (SQLite needs a -shm beside a -wal to
+ * read it, which the input's folder may not allow, and which must not be left there). */
+typedef struct merge_input {
+  sqlite3 *db;
+  char tmp[64];     /* the private copy's folder, "" when none */
+} merge_input;
+
+/* Copies src to dst (a new file). 0, or -1 with errno. */
+static int copy_file(const char *src, const char *dst) {
+  int in = open(src, O_RDONLY | O_CLOEXEC), out = -1, rc = -1;
+  if (in >= 0) out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (in >= 0 && out >= 0) {
+    char buf[65536];
+    ssize_t n;
+    rc = 0;
+    while ((n = read(in, buf, sizeof buf)) != 0) {
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 || write(out, buf, (size_t)n) != n) {
+        rc = -1;
+        break;
+      }
+    }
+  }
+  int e = errno;
+  if (in >= 0) close(in);
+  if (out >= 0 && close(out) != 0) rc = -1;
+  errno = e;
+  return rc;
+}
+
+static void close_input(merge_input *mi) {
+  sqlite3_close(mi->db);
+  mi->db = NULL;
+  if (mi->tmp[0]) {
+    static const char *const files[] = {"/in.db", "/in.db-wal", "/in.db-shm"};
+    char p[128];
+    for (int i = 0; i < 3; i++) {
+      snprintf(p, sizeof p, "%s%s", mi->tmp, files[i]);
+      unlink(p);
+    }
+    rmdir(mi->tmp);
+    mi->tmp[0] = '\0';
+  }
+}
+
+/* sqlite3_open_v2 of a file: URI with the path percent-encoded where URI syntax would take it
+ * apart, and the given query. */
+static int open_uri(const char *path, const char *query, sqlite3 **db) {
+  size_t n = strlen(path);
+  char *uri = malloc(3 * n + strlen(query) + 16), *u = uri;
+  if (!uri) return SQLITE_NOMEM;
+  u += sprintf(u, "file:");
+  for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+    if (*p == '%' || *p == '?' || *p == '#' || *p < 0x20 || *p >= 0x7f) u += sprintf(u, "%%%02X", *p);
+    else *u++ = (char)*p;
+  }
+  sprintf(u, "%s", query);
+  int rc = sqlite3_open_v2(uri, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, NULL);
+  free(uri);
+  return rc;
+}
+
+static int open_input(mdc_store *m, const char *path, merge_input *mi, int64_t *version) {
+  memset(mi, 0, sizeof *mi);
+  struct stat st, wst;
   if (stat(path, &st) != 0) return fail(m, "merge input '%s': %s", path, strerror(errno));
   if (!S_ISREG(st.st_mode)) return fail(m, "merge input '%s': not a regular file", path);
-  sqlite3 *db = NULL;
-  if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
-    fail(m, "merge input '%s': cannot open: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
-    sqlite3_close(db);
+  char wal[4200];
+  if (snprintf(wal, sizeof wal, "%s-wal", path) >= (int)sizeof wal) return fail(m, "merge input '%s': path too long", path);
+  int rc;
+  if (stat(wal, &wst) == 0 && wst.st_size > 0) {
+    snprintf(mi->tmp, sizeof mi->tmp, "/tmp/mdc-merge-XXXXXX");
+    char db[128], dwal[128];
+    if (!mkdtemp(mi->tmp)) {
+      mi->tmp[0] = '\0';
+      return fail(m, "merge input '%s': cannot make a private copy: %s", path, strerror(errno));
+    }
+    snprintf(db, sizeof db, "%s/in.db", mi->tmp);
+    snprintf(dwal, sizeof dwal, "%s/in.db-wal", mi->tmp);
+    if (copy_file(path, db) != 0 || copy_file(wal, dwal) != 0) {
+      int e = errno;
+      close_input(mi);
+      return fail(m, "merge input '%s': cannot make a private copy: %s", path, strerror(e));
+    }
+    rc = sqlite3_open_v2(db, &mi->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+  } else {
+    rc = open_uri(path, "?immutable=1", &mi->db);
+  }
+  if (rc != SQLITE_OK) {
+    fail(m, "merge input '%s': cannot open: %s", path, mi->db ? sqlite3_errmsg(mi->db) : "out of memory");
+    close_input(mi);
     return -1;
   }
-  sqlite3_busy_timeout(db, BUSY_TIMEOUT_MS);
+  sqlite3_busy_timeout(mi->db, BUSY_TIMEOUT_MS);
   /* Judge it with its own name in the messages: a scratch store whose path is the input's. */
-  mdc_store in = {.db = db, .path = (char *)path};
-  if (check_version(&in, db, version, 1) != 0 || (*version > 0 && check_tables(&in, db, *version) != 0)) {
+  mdc_store in = {.db = mi->db, .path = (char *)path};
+  if (check_version(&in, mi->db, version, 1) != 0 || (*version > 0 && check_tables(&in, mi->db, *version) != 0)) {
     /* in.err reads "results store 'input': problem"; say it as an input of this merge. */
     size_t skip = strlen("results store '") + strlen(path) + strlen("': ");
     fail(m, "merge input '%s': %s", path, strlen(in.err) >= skip ? in.err + skip : in.err);
-    sqlite3_close(db);
+    close_input(mi);
     return -1;
   }
-  *out = db;
   return 0;
 }
 
@@ -1102,16 +1185,27 @@ out:
  * failure (store.h). Thread-safe for different outputs. */
 int mdc_store_merge(const char *out, const char *const *inputs, size_t n_inputs, char *err,
                     size_t errlen) {
+  /* Every input is judged before OUT is made or written: a merge that fails on an input leaves no
+   * OUT behind (and an OUT it made itself is removed if a later step fails). */
   mdc_store *m;
-  if (mdc_store_open(out, &m, err, errlen) != 0) return -1;
+  if (store_new(out, &m) != 0) {
+    if (err && errlen) snprintf(err, errlen, "results store '%s': out of memory", out);
+    return -1;
+  }
   merge_sql q = {0};
-  int ret = -1, in_txn = 0;
+  int ret = -1, in_txn = 0, made = 0;
   int64_t version;
-  /* Every input is judged before anything is written. */
   for (size_t i = 0; i < n_inputs; i++) {
-    sqlite3 *in;
-    if (open_input(m, inputs[i], &in, &version) != 0) goto out;
-    sqlite3_close(in);
+    merge_input mi;
+    if (open_input(m, inputs[i], &mi, &version) != 0) goto out;
+    close_input(&mi);
+  }
+  struct stat ost;
+  made = stat(out, &ost) != 0 || ost.st_size == 0;
+  mdc_store_close(m);
+  if (mdc_store_open(out, &m, err, errlen) != 0) {
+    m = NULL;
+    goto out;
   }
   if (prepare(m, &q.has_uuid, "SELECT 1 FROM runs WHERE uuid = ?1") != 0 ||
       prepare(m, &q.ins_run, "INSERT INTO runs (" MDC_STORE__RUN_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
@@ -1128,21 +1222,30 @@ int mdc_store_merge(const char *out, const char *const *inputs, size_t n_inputs,
   if (exec(m, m->db, "BEGIN IMMEDIATE", "merge: cannot start the transaction") != 0) goto out;
   in_txn = 1;
   for (size_t i = 0; i < n_inputs; i++) {
-    sqlite3 *in;
-    if (open_input(m, inputs[i], &in, &version) != 0) goto out;
+    merge_input mi;
+    if (open_input(m, inputs[i], &mi, &version) != 0) goto out;
     /* An empty database (version 0) holds nothing to copy. */
-    int rc = version > 0 ? copy_input(m, in, inputs[i], version, &q) : 0;
-    sqlite3_close(in);
+    int rc = version > 0 ? copy_input(m, mi.db, inputs[i], version, &q) : 0;
+    close_input(&mi);
     if (rc != 0) goto out;
   }
   if (exec(m, m->db, "COMMIT", "merge: cannot commit") != 0) goto out;
   in_txn = 0;
   ret = 0;
 out:
-  if (in_txn) sqlite3_exec(m->db, "ROLLBACK", NULL, NULL, NULL);
-  if (ret != 0 && err && errlen) snprintf(err, errlen, "%s", m->err);
+  if (m && in_txn) sqlite3_exec(m->db, "ROLLBACK", NULL, NULL, NULL);
+  if (m && ret != 0 && err && errlen) snprintf(err, errlen, "%s", m->err);
   sqlite3_stmt *const sts[] = {q.has_uuid, q.ins_run, q.ins_case, q.ins_campaign, q.ins_stat, q.ins_finding};
   for (size_t i = 0; i < sizeof sts / sizeof sts[0]; i++) sqlite3_finalize(sts[i]);
   mdc_store_close(m);
+  if (ret != 0 && m && made) {
+    /* An OUT this merge made and could not fill: gone, with its WAL files. */
+    char p[4200];
+    unlink(out);
+    snprintf(p, sizeof p, "%s-wal", out);
+    unlink(p);
+    snprintf(p, sizeof p, "%s-shm", out);
+    unlink(p);
+  }
   return ret;
 }
