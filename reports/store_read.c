@@ -214,8 +214,8 @@ int mdc_store_cases_open(mdc_store *s, const mdc_case_query *q, mdc_case_iter **
   static const char *const order[] = {
     "id", "name, status, id", "duration_s DESC, name, id",
     "CASE status WHEN 'Crash' THEN 0 WHEN 'Timeout' THEN 1 WHEN 'Fail' THEN 2 WHEN 'TraceError' THEN 3 "
-    "WHEN 'UnexpectedPass' THEN 4 WHEN 'Running' THEN 5 WHEN 'Flake' THEN 6 WHEN 'ExpectedFail' THEN 7 "
-    "WHEN 'NotSupported' THEN 8 ELSE 9 END, name, id"};
+    "WHEN 'UnexpectedPass' THEN 4 WHEN 'Running' THEN 5 WHEN 'Flake' THEN 6 WHEN 'Warn' THEN 7 "
+    "WHEN 'ExpectedFail' THEN 8 WHEN 'NotSupported' THEN 9 ELSE 10 END, name, id"};
   if ((unsigned)q->order > MDC_CASES_WORST_FIRST) return fail(s, "cases: unknown order %d", (int)q->order);
   char sql[1024];
   snprintf(sql, sizeof sql, "SELECT id, run_id, %s FROM cases WHERE run_id = ?1%s%s ORDER BY %s LIMIT ?2",

@@ -6,7 +6,8 @@
  *   replay.c      : `mdc replay`: cases in forked children, the store, summary and JSON
  *   record_cmd.c  : `mdc record`: a workload run through the recording driver
  *   mutants.c     : `mdc mutants`: build each mutant, replay the corpus, the kill matrix (stored)
- *   report_cmd.c  : `mdc report`: the page, PR summary and JUnit, or two runs compared */
+ *   report_cmd.c  : `mdc report`: the page, PR summary and JUnit, or two runs compared
+ *   results_cmd.c : `mdc results`: a stored run's verdicts on the terminal */
 #ifndef MDC_CLI_INT_H
 #define MDC_CLI_INT_H
 
@@ -172,5 +173,6 @@ int mdc_cli__cmd_replay(int argc, char **argv);
 int mdc_cli__cmd_record(int argc, char **argv);
 int mdc_cli__cmd_mutants(int argc, char **argv);
 int mdc_cli__cmd_report(int argc, char **argv);
+int mdc_cli__cmd_results(int argc, char **argv);
 
 #endif

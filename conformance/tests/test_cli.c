@@ -260,6 +260,44 @@ Test(cli, config_is_parsed_as_the_driver_parses_it_and_stored_canonical) {
   }
 }
 
+/* mdc results: a stored run on the terminal and as JSON, without sqlite3. */
+Test(cli, results_shows_a_stored_run) {
+  char dir[64], db[128];
+  corpus(dir, 3);
+  snprintf(db, sizeof db, "%s/r.db", dir);
+  mdc_out r = mdc("replay", "--quiet", "--no-rerun", "--db", db, dir);
+  cr_assert_eq(r.rc, 1, "%s", r.err);
+  mdc_out_free(&r);
+  r = mdc("results", "--db", db);
+  cr_expect_eq(r.rc, 0, "%s", r.err);
+  cr_expect(strstr(r.out, "Pass") && strstr(r.out, "Fail") && strstr(r.out, "cli/c_wrong_sum"), "%s", r.out);
+  cr_expect(!strstr(r.out, "cli/a_open_close"), "only what did not pass, without --all: %s", r.out);
+  mdc_out_free(&r);
+  r = mdc("results", "--db", db, "--all", "--json");
+  cr_expect_eq(r.rc, 0, "%s", r.err);
+  json_t *j = out_json(&r);
+  cr_expect_eq(jint(j, "cases"), 3);
+  cr_expect_eq(jint(j, "unexpected"), 1);
+  cr_expect_str_eq(jstatus(j, "cli/c_wrong_sum"), "Fail");
+  cr_expect_str_eq(jstatus(j, "cli/a_open_close"), "Pass");
+  json_decref(j);
+  mdc_out_free(&r);
+  r = mdc("results", "--db", db, "--list");
+  cr_expect_eq(r.rc, 0);
+  cr_expect(strstr(r.out, "3 cases"), "%s", r.out);
+  mdc_out_free(&r);
+  r = mdc("results", "--db", db, "--run", "ffffffff");
+  cr_expect_eq(r.rc, 2, "an unknown run: %s", r.err);
+  mdc_out_free(&r);
+  char missing[128];
+  snprintf(missing, sizeof missing, "%s/none.db", dir);
+  r = mdc("results", "--db", missing);
+  cr_expect_eq(r.rc, 2);
+  cr_expect(strstr(r.err, missing), "%s", r.err);
+  cr_expect(access(missing, F_OK) != 0, "a missing store is not created");
+  mdc_out_free(&r);
+}
+
 Test(cli, db_merge_twice_changes_nothing) {
   char dir[64], a[128], b[128], out[128];
   corpus(dir, 2);

@@ -244,7 +244,7 @@ typedef enum mdc_case_order {
                                   side by side pair by name */
   MDC_CASES_SLOWEST,           /* finished cases by duration, longest first */
   MDC_CASES_WORST_FIRST        /* Crash, Timeout, Fail, TraceError, UnexpectedPass, Running, Flake,
-                                  ExpectedFail, NotSupported, Pass; by name within each */
+                                  Warn, ExpectedFail, NotSupported, Pass; by name within each */
 } mdc_case_order;
 typedef struct mdc_case_query {
   int64_t run_id;
