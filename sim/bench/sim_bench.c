@@ -9,8 +9,8 @@
  *   launch@16B                    one launch (NULL stream) of a copy kernel, 16-byte input and
  *                                 output: the tensor checks, the kernel and the checks after
  *                                 it; direct_call: the same kernel called directly
- *   launch@1MiB                   the same with 1 MiB tensors
- *   launch_overhead@16B, @1MiB    launch minus the direct call (median of the per-batch
+ *   launch@16KiB, @1MiB           the same with 16 KiB and 1 MiB tensors
+ *   launch_overhead@16B, ...      launch minus the direct call (median of the per-batch
  *                                 differences, the two taking turns): what the sim adds
  * The machine is shared: compare figures measured in the same run, or runs taken back to back. */
 #include <inttypes.h>
@@ -159,8 +159,9 @@ int main(int argc, char **argv) {
   for (int i = 0; i < 4; i++) ops->alloc(dev, 1000, &keep[i]);
   double af16 = alloc_free_ns(16, nb, 2000), af4k = alloc_free_ns(4096, nb, 1000);
   double af1m = alloc_free_ns(1u << 20, nb, quick ? 20 : 50);
-  double l16, d16, o16, l1m, d1m, o1m;
+  double l16, d16, o16, l16k, d16k, o16k, l1m, d1m, o1m;
   launch_ns(16, nb, 2000, &l16, &d16, &o16);
+  launch_ns(16u << 10, nb, quick ? 100 : 500, &l16k, &d16k, &o16k);
   launch_ns(1u << 20, nb, quick ? 5 : 20, &l1m, &d1m, &o1m);
   printf("%-24s %12s\n", "figure", "ns");
   printf("%-24s %12.1f\n", "alloc_free@16B", af16);
@@ -169,6 +170,9 @@ int main(int argc, char **argv) {
   printf("%-24s %12.1f\n", "launch@16B", l16);
   printf("%-24s %12.1f\n", "direct_call@16B", d16);
   printf("%-24s %12.1f\n", "launch_overhead@16B", o16);
+  printf("%-24s %12.1f\n", "launch@16KiB", l16k);
+  printf("%-24s %12.1f\n", "direct_call@16KiB", d16k);
+  printf("%-24s %12.1f\n", "launch_overhead@16KiB", o16k);
   printf("%-24s %12.1f\n", "launch@1MiB", l1m);
   printf("%-24s %12.1f\n", "direct_call@1MiB", d1m);
   printf("%-24s %12.1f\n", "launch_overhead@1MiB", o1m);
