@@ -5,6 +5,12 @@
  * outside it, so a kernel that writes anywhere in the arena can never corrupt the allocator.
  * The arena hands out offsets; the backend turns them into tagged md_devptr values.
  *
+ * The red-zone pattern (the canary) is a function of the arena offset and the arena's seed,
+ * never of the block that owns the bytes: the 8 bytes of aligned word w (offsets [8w, 8w+8))
+ * are canary(w) in host byte order. So bytes that two neighbours share hold the same pattern
+ * whichever of them wrote it, every allocation has a canary of its own, and bytes copied from
+ * one place into another red zone do not match there (see "Canary words" below).
+ *
  * Layout (G = MD__ARENA_ALIGN = 256, R = MD__ARENA_REDZONE = 64):
  *   [0, G)            guard granule, red-zone pattern: the front red zone of the first block
  *   blocks            spans of whole granules, in address order, covering the rest exactly
@@ -27,7 +33,8 @@
  * sim_arena.c.
  *
  * Locking. Lookups ("which allocation contains this address": copies, kernel_ptr, a launch's
- * tensor checks and its red-zone checks) take no lock: they read the unit table's atomic
+ * tensor checks, its red-zone checks and its search for red-zone reads) take no lock (a check
+ * that finds damage takes it to confirm and repair): they read the unit table's atomic
  * words, one per block start holding the block's type, payload size and readiness, and a
  * bitmap hierarchy of used-block starts that finds the nearest start at or below an address
  * in a few word reads. Alloc and free take one mutex for their bookkeeping only (free lists,
@@ -41,8 +48,22 @@
  * bytes that two blocks share (a span's last R bytes are the next block's front red zone) are
  * otherwise only written under the mutex.
  *
- * Reports (red-zone hits, poison hits, bad frees) are counted, written to stderr and kept as
- * the arena's last report; they never abort and never corrupt the arena. */
+ * Canary words. canary(w) = L | H << 48, where L = P((w XOR key) mod 2^48) for a bijection P
+ * of 48-bit values (two rounds of a multiply and a xorshift) and H = (L XOR sig) mod 2^16;
+ * key (48 bits) and sig (16 bits, never 0) come from the seed. Hence:
+ *   - two different words of the arena never have the same canary (P is a bijection and
+ *     w < 2^48), so a whole aligned word copied from anywhere else into a red zone is a hit,
+ *     always; a partial word (1..7 bytes) escapes only if its bytes happen to match, about
+ *     2^-8 per byte, as for any value written there;
+ *   - a word whose 8 bytes are equal (0x00, the poison, the old constant 0xFD, any memset)
+ *     is never a canary (its lanes 0 and 3 are equal, and sig is not 0);
+ *   - a word of data is recognised as the canary of word w cheaply: lane 3 XOR lane 0 == sig
+ *     (about 2^-16 of arbitrary words pass), then P^-1 gives w, the only candidate. That is
+ *     how outputs are searched for red-zone bytes a kernel read (md__arena_check_reads).
+ * The same seed gives the same pattern at the same offsets; another seed another.
+ *
+ * Reports (red-zone hits, red-zone reads, poison hits, bad frees) are counted, written to
+ * stderr and kept as the arena's last report; they never abort and never corrupt the arena. */
 #ifndef MD_SIM_ARENA_H
 #define MD_SIM_ARENA_H
 
@@ -52,7 +73,6 @@
 
 #define MD__ARENA_ALIGN 256u          /* payload alignment and allocation granule */
 #define MD__ARENA_REDZONE 64u         /* red-zone bytes on each side of a payload, at least */
-#define MD__ARENA_REDZONE_BYTE 0xFDu  /* pattern of red zones and the guard granule */
 #define MD__ARENA_POISON_BYTE 0xDBu   /* pattern of freed memory (unless released by madvise) */
 /* Spans at least this long are released with madvise(MADV_DONTNEED) when freed (they then
  * read as zero) and zero-filled the same way when allocated; shorter ones are written. */
@@ -77,6 +97,7 @@ typedef struct md__arena_stats {
   uint64_t max_fit_now;               /* largest allocation that would succeed now */
   double fragmentation;               /* 1 - largest_free / bytes_free; 0 when nothing is free */
   uint64_t redzone_hits, poison_hits;
+  uint64_t redzone_reads;             /* outputs found holding red-zone bytes */
 } md__arena_stats;
 
 /* A live allocation as lookups see it. */
@@ -85,12 +106,17 @@ typedef struct md__arena_alloc_info {
   uint64_t size;                      /* payload bytes */
 } md__arena_alloc_info;
 
+/* Outputs larger than this are searched for red-zone reads only where an element-wise kernel
+ * would put them (see md__arena_check_reads), unless the caller asks for a full search. */
+#define MD__ARENA_READ_SCAN_MAX (16u * 1024u)
+
 /* Reserves an arena for allocations of at most `limit` bytes (0: the default; capped at
  * MD__ARENA_MAX_LIMIT). `tag` is OR-ed into offsets when a report names an allocation, so
- * messages show the caller's device pointers. The reservation is limit rounded up to the
- * granule plus two granules (guard, and the red zone of an allocation of exactly `limit`).
+ * messages show the caller's device pointers. `seed` decides the red-zone pattern (any value;
+ * the same seed, the same pattern). The reservation is limit rounded up to the granule plus
+ * two granules (guard, and the red zone of an allocation of exactly `limit`).
  * DEVICE_UNAVAILABLE (message in err) if the reservation fails. The caller owns *out. */
-md_status md__arena_create(uint64_t limit, uint64_t tag, md__arena **out, char *err, size_t errlen);
+md_status md__arena_create(uint64_t limit, uint64_t tag, uint64_t seed, md__arena **out, char *err, size_t errlen);
 /* Releases the reservation and all metadata, live allocations included. Not concurrent with
  * any other call on the arena. */
 void md__arena_destroy(md__arena *a);
@@ -123,14 +149,47 @@ void *md__arena_host(md__arena *a, uint64_t off);
 uint8_t *md__arena_base(md__arena *a);
 uint64_t md__arena_reserved(md__arena *a);
 
-/* Checks the red zones of the live allocations containing each of offs[0..n) (duplicates
+/* One tensor of a launch that lies in the arena: its offset and bytes, whether it is an output,
+ * and its index among the launch's inputs or outputs (for messages). */
+typedef struct md__arena_tensor {
+  uint64_t off, bytes;
+  uint32_t index;
+  int output;
+} md__arena_tensor;
+
+/* Checks the red zones of the live allocations containing each of t[0..n).off (duplicates
  * are checked once; offsets outside live allocations are skipped). Each damaged red zone is a
  * hit: counted, reported, and repaired so that it is reported once. Returns the number of
- * hits; the first hit's message goes to msg (when msg && len). Thread-safe. */
-uint64_t md__arena_check(md__arena *a, const uint64_t *offs, size_t n, char *msg, size_t len);
+ * hits; the first hit's message goes to msg (when msg && len). When a damaged zone holds the
+ * canary of another red zone (a kernel copied it there), the message says whose. Thread-safe. */
+uint64_t md__arena_check(md__arena *a, const md__arena_tensor *t, size_t n, char *msg, size_t len);
 /* Checks every live allocation's red zones and every free block's poison (below the arena's
  * high-water mark). Cost: proportional to the arena bytes ever used. As md__arena_check. */
 uint64_t md__arena_check_all(md__arena *a, char *msg, size_t len);
+
+/* After a kernel ran on the tensors t[0..n): looks in each output for bytes of the red zones
+ * (front or back) of the allocations that the tensors point into, which the kernel can only
+ * have got by reading past an end (or before a start). Two searches:
+ *   - element-wise: for each input and output, where an element-wise kernel would have put
+ *     the bytes just past the input's allocation (the same distance from the output's start
+ *     as they are from the input's): 4 or more bytes equal to the red zone there are a
+ *     finding (2^-32 by chance). (Bytes before an input's start would land before the
+ *     output's start: the front red zone is found by the other search only.)
+ *   - everywhere: every 8-byte-aligned word of the output is tested for being the canary of a
+ *     red-zone word of those allocations (a whole canary word copied at a distance that is a
+ *     multiple of 8), for outputs of at most MD__ARENA_READ_SCAN_MAX bytes, or all of them
+ *     when `full`.
+ * Each output with a finding counts one red-zone read; returns their number; the first one's
+ * message (naming the output, the allocation read and the offset) goes to msg (when msg &&
+ * len). Thread-safe (no lock); the outputs must not be written meanwhile. With more than 16
+ * tensors and host memory short, nothing is searched (returns 0). */
+uint64_t md__arena_check_reads(md__arena *a, const md__arena_tensor *t, size_t n, int full, char *msg, size_t len);
+
+/* For tests: the first block of 32 words among the nw 8-byte words at p that holds a word
+ * passing the canary's signature test for `sig` (lane 3 XOR lane 0 == sig), as the index of
+ * the block's first word, or nw; with the SIMD build of the loop when `simd` and the CPU has
+ * it (what md__arena_check_reads uses), else the portable one. Reads p only; any thread. */
+size_t md__arena_sig_scan(const uint8_t *p, size_t nw, uint64_t sig, int simd);
 
 /* Records a report that the caller detected about the arena (e.g. a free of a pointer that is
  * not even this device's): adds one to the counter `which` selects, writes the message to

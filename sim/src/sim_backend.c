@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 #include "sim_arena.h"
@@ -48,11 +49,11 @@ typedef struct cmd {
   const md_kernel_def *k;
   md_kernel_call *call;
   md_kernel_status *st;
-  size_t n_offs;                /* allocations the tensors point into, for the red-zone check */
+  size_t n_ts;                  /* its tensors in device memory, for the red-zone checks */
   /* CMD_EVENT */
   md_event *ev;
   uint64_t gen;
-  uint64_t offs[];              /* n_offs */
+  md__arena_tensor ts[];        /* n_ts */
 } cmd;
 
 struct md_stream {
@@ -292,6 +293,18 @@ static void clock_advance(md_backend *b, md_stream *s, uint64_t ns) {
 
 static _Atomic uint32_t next_id;
 
+/* A seed for an unseeded device's red-zone canary: from the kernel's generator, or (should it
+ * fail) the clock, the device's address and a count. */
+static uint64_t random_seed(const md_backend *b) {
+  static _Atomic uint64_t opened;
+  uint64_t x = 0;
+  if (getrandom(&x, sizeof x, GRND_NONBLOCK) == (ssize_t)sizeof x) return x;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  x = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  return x ^ (uint64_t)(uintptr_t)b ^ atomic_fetch_add_explicit(&opened, 1, memory_order_relaxed) << 48;
+}
+
 static void sim_close(md_backend *b);
 
 static md_status sim_open(const md_backend_params *p, md_backend **out, char *err, size_t errlen) {
@@ -311,6 +324,7 @@ static md_status sim_open(const md_backend_params *p, md_backend **out, char *er
   b->latency_ns = p->latency_ns;
   b->seed = p->seed;
   b->has_seed = p->has_seed;
+  uint64_t canary_seed = p->has_seed ? p->seed : random_seed(b);
   b->copy_gbps = p->copy_gbps > 0 ? p->copy_gbps : 0;
   b->rng = p->seed ^ 0x6d64632d73696d21ull;   /* "mdc-sim!" */
   b->batch_cur = 1;
@@ -321,7 +335,7 @@ static md_status sim_open(const md_backend_params *p, md_backend **out, char *er
   const char *env = getenv("MD_SIM_CHECK_ALL");
   if (env && *env && strcmp(env, "0") != 0) atomic_store(&b->debug, MD_SIM_DEBUG_CHECK_ALL);
   md_status st = faults_parse(b, p->faults, err, errlen);
-  if (st == MD_NONE) st = md__arena_create(p->mem_limit, b->tag, &b->arena, err, errlen);
+  if (st == MD_NONE) st = md__arena_create(p->mem_limit, b->tag, canary_seed, &b->arena, err, errlen);
   if (st != MD_NONE) {
     sim_close(b);
     return st;
@@ -391,6 +405,7 @@ void md_sim_stats_get(md_backend *b, md_sim_stats *out) {
   c->faults_fired = atomic_load_explicit(&b->faults_fired, memory_order_relaxed);
   c->redzone_hits = as.redzone_hits;
   c->poison_hits = as.poison_hits;
+  out->redzone_reads = as.redzone_reads;
   out->mem_limit = as.limit;
   out->arena_bytes = as.reserved;
   out->live_blocks = as.live_blocks;
@@ -590,17 +605,19 @@ static md_status run_copy(md_backend *b, md_stream *s, const cmd *c) {
   return MD_NONE;
 }
 
-/* Runs a kernel whose tensors were checked, then the red zones of what it touched. */
+/* Runs a kernel whose tensors were checked, then the red zones of what it touched (written
+ * over), and its outputs for red-zone bytes (read past an end). */
 static md_status run_launch(md_backend *b, md_stream *s, const md_kernel_def *k, md_kernel_call *call,
-                            md_kernel_status *st, const uint64_t *offs, size_t n_offs) {
+                            md_kernel_status *st, const md__arena_tensor *ts, size_t n_ts) {
   const char *kname = k->name ? k->name : "?";
   call->stream = NULL;
   k->run(call, st);
   clock_advance(b, s, model_ns(b, 1, 0));
   char msg[MSG_MAX] = "";
-  uint64_t hits = md__arena_check(b->arena, offs, n_offs, msg, sizeof msg);
-  if (atomic_load_explicit(&b->debug, memory_order_relaxed) & MD_SIM_DEBUG_CHECK_ALL)
-    hits += md__arena_check_all(b->arena, msg[0] ? NULL : msg, sizeof msg);
+  int all = (atomic_load_explicit(&b->debug, memory_order_relaxed) & MD_SIM_DEBUG_CHECK_ALL) != 0;
+  uint64_t hits = md__arena_check(b->arena, ts, n_ts, msg, sizeof msg);
+  if (all) hits += md__arena_check_all(b->arena, msg[0] ? NULL : msg, sizeof msg);
+  hits += md__arena_check_reads(b->arena, ts, n_ts, all, msg[0] ? NULL : msg, sizeof msg);
   if (hits && st->code == MD_NONE)
     kfail(st, MD_GENERAL_FAILURE, "sim: kernel '%s': %s", kname, strncmp(msg, "sim: ", 5) ? msg : msg + 5);
   return st->code;
@@ -630,7 +647,7 @@ static void *worker_main(void *arg) {
     } else if (c->kind == CMD_COPY) {
       st = run_copy(b, s, c);
     } else if (c->kind == CMD_LAUNCH) {
-      st = run_launch(b, s, c->k, c->call, c->st, c->offs, c->n_offs);
+      st = run_launch(b, s, c->k, c->call, c->st, c->ts, c->n_ts);
       if (st != MD_NONE) snprintf(msg, sizeof msg, "%s", c->st->message);
     }
 
@@ -755,9 +772,9 @@ static md_status kfail(md_kernel_status *st, md_status code, const char *fmt, ..
 }
 
 /* Checks that tensor t (index i of `side`) is host memory or lies inside one live allocation;
- * appends its arena offset to offs. */
+ * appends it to ts when it is device memory. */
 static md_status tensor_check(md_backend *b, const char *kname, const char *side, uint32_t i, const md_tensor *t,
-                              uint64_t *offs, size_t *n_offs, md_kernel_status *st) {
+                              md__arena_tensor *ts, size_t *n_ts, md_kernel_status *st) {
   uintptr_t p = (uintptr_t)t->data;
   if (!p || !t->bytes) return MD_NONE;   /* nothing the kernel may touch */
   if (((uint64_t)p & MD_SIM_DEVPTR_TAG_MASK) == MD_SIM_DEVPTR_TAG) {
@@ -791,7 +808,7 @@ static md_status tensor_check(md_backend *b, const char *kname, const char *side
                  " (size %" PRIu64 ")",
                  kname, side, i, t->bytes, b->tag | o, b->tag | ai.off, ai.size);
   }
-  offs[(*n_offs)++] = o;
+  ts[(*n_ts)++] = (md__arena_tensor){.off = o, .bytes = t->bytes, .index = i, .output = side[0] == 'o'};
   return MD_NONE;
 }
 
@@ -812,21 +829,21 @@ static md_status sim_launch(md_backend *b, md_stream *s, const md_kernel_def *k,
     return kfail(st, MD_INVALID_ARGUMENT, "sim: launch of kernel '%s': NULL tensor array", kname);
 
   /* Checks before the work is accepted, on the calling thread. */
-  size_t n_t = (size_t)call->n_inputs + call->n_outputs, n_offs = 0;
-  cmd *c = s ? calloc(1, sizeof *c + n_t * sizeof(uint64_t)) : NULL;
-  uint64_t local[16], *offs = c ? c->offs : n_t <= 16 ? local : malloc(n_t * sizeof *offs);
-  if ((s && !c) || !offs) {
+  size_t n_t = (size_t)call->n_inputs + call->n_outputs, n_ts = 0;
+  cmd *c = s ? calloc(1, sizeof *c + n_t * sizeof(md__arena_tensor)) : NULL;
+  md__arena_tensor local[16], *ts = c ? c->ts : n_t <= 16 ? local : malloc(n_t * sizeof *ts);
+  if ((s && !c) || !ts) {
     free(c);
     return kfail(st, MD_RESOURCE_EXHAUSTED_TRANSIENT, "sim: launch: out of host memory");
   }
   md_status rc = MD_NONE;
   for (uint32_t i = 0; rc == MD_NONE && i < call->n_inputs; i++)
-    rc = tensor_check(b, kname, "input", i, &call->inputs[i], offs, &n_offs, st);
+    rc = tensor_check(b, kname, "input", i, &call->inputs[i], ts, &n_ts, st);
   for (uint32_t i = 0; rc == MD_NONE && i < call->n_outputs; i++)
-    rc = tensor_check(b, kname, "output", i, &call->outputs[i], offs, &n_offs, st);
+    rc = tensor_check(b, kname, "output", i, &call->outputs[i], ts, &n_ts, st);
   if (rc != MD_NONE || !s) {
-    if (rc == MD_NONE) rc = run_launch(b, NULL, k, call, st, offs, n_offs);
-    if (offs != local && !c) free(offs);
+    if (rc == MD_NONE) rc = run_launch(b, NULL, k, call, st, ts, n_ts);
+    if (ts != local && !c) free(ts);
     free(c);
     return rc;
   }
@@ -835,7 +852,7 @@ static md_status sim_launch(md_backend *b, md_stream *s, const md_kernel_def *k,
   c->k = k;
   c->call = call;
   c->st = st;
-  c->n_offs = n_offs;
+  c->n_ts = n_ts;
   char err[MSG_MAX];
   rc = issue(b, s, c, err, sizeof err);
   if (rc != MD_NONE) kfail(st, rc, "%s", err);

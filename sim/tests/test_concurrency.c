@@ -227,7 +227,7 @@ Test(concurrency, threads_allocating_copying_and_freeing_never_share_bytes) {
   cr_expect_eq(s.common.frees, frees);
   cr_expect_eq(s.common.bytes_live, shared_n);
   cr_expect_eq(s.live_blocks, 1);
-  cr_expect_eq(s.common.redzone_hits + s.common.poison_hits + s.bad_frees + s.bad_pointers, 0);
+  cr_expect_eq(s.common.redzone_hits + s.common.poison_hits + s.bad_frees + s.bad_pointers + s.redzone_reads, 0);
   cr_expect_leq(s.clock_ns, 100 * s.common.launches, "no launch advanced a clock twice");
   cr_expect_geq(s.clock_ns, 100, "launches advanced the clock");
   ops->free(d, shared);
@@ -358,7 +358,79 @@ Test(concurrency, lookups_never_miss_while_neighbouring_blocks_come_and_go) {
   cr_expect_eq(a[0].wrong + a[1].wrong, 0, "%d wrong lookups", a[0].wrong + a[1].wrong);
   md_sim_stats s = simt_stats();
   cr_expect_eq(s.live_blocks, STABLE);
-  cr_expect_eq(s.common.redzone_hits + s.common.poison_hits + s.bad_frees + s.bad_pointers, 0);
+  cr_expect_eq(s.common.redzone_hits + s.common.poison_hits + s.bad_frees + s.bad_pointers + s.redzone_reads, 0);
   for (int i = 0; i < STABLE; i++) ops->free(d, a[0].p[i]);
   cr_expect_eq(simt_stats().free_blocks, 1);
+}
+
+/* Reads past an end, found under threads: kernels that copy past their input's end into their
+ * output (the red-zone canary read) run on some threads, clean ones on the same buffers in
+ * between, while other threads allocate and free the blocks around them. Every over-read
+ * fails naming its own input, no clean launch fails, and each finding is counted once. */
+enum { OVERREADS = 400 };
+
+typedef struct overread_arg {
+  int id, wrong, found;
+} overread_arg;
+
+static void k_overread(const md_kernel_call *c, md_kernel_status *st) {
+  memcpy(c->outputs[0].data, c->inputs[0].data, c->outputs[0].bytes);
+}
+
+static void *overreads(void *arg) {
+  overread_arg *a = arg;
+  simt *t = simt_get();
+  md_backend *d = t->dev;
+  md_kernel_def k = simt_kernel("overread", k_overread);
+  md_devptr in = 0, out = 0;
+  char hex[24];
+  for (int it = 0; it < OVERREADS; it++) {
+    if (it % 50 == 0) {   /* move to new blocks now and then */
+      if (in) t->ops->free(d, in);
+      if (out) t->ops->free(d, out);
+      uint64_t n = 64 + 8 * (uint64_t)((it / 50 + a->id) % 8);
+      if (t->ops->alloc(d, n, &in) != MD_NONE || t->ops->alloc(d, n + 64, &out) != MD_NONE) {
+        a->wrong++;
+        return NULL;
+      }
+      simt_hex(in, hex);
+    }
+    md_tensor ti = simt_tensor(t->ops->kernel_ptr(d, in), 16);
+    md_tensor to = simt_tensor(t->ops->kernel_ptr(d, out), it % 2 ? ti.dims[0] + 16 : 16);
+    memset(to.data, 0, to.bytes);   /* no copy left from the last over-read */
+    md_kernel_status st;
+    md_status rc = simt_launch(NULL, &k, &ti, &to, &st);
+    if (it % 2 == 0) {
+      a->wrong += rc != MD_NONE;
+    } else if (rc == MD_GENERAL_FAILURE && strstr(st.message, "red zone read") && strstr(st.message, hex)) {
+      a->found++;
+    } else {
+      a->wrong++;
+    }
+  }
+  t->ops->free(d, in);
+  t->ops->free(d, out);
+  return NULL;
+}
+
+Test(concurrency, reads_past_an_end_are_found_once_each_while_neighbours_come_and_go) {
+  simt_open(32 * MIB, NULL, 0);
+  overread_arg o[2];
+  lookup_arg c[2];
+  memset(o, 0, sizeof o);
+  memset(c, 0, sizeof c);
+  pthread_t th[4];
+  for (int i = 0; i < 2; i++) {
+    o[i].id = i;
+    c[i].id = 10 + i;
+    cr_assert_eq(pthread_create(&th[i], NULL, overreads, &o[i]), 0);
+    cr_assert_eq(pthread_create(&th[2 + i], NULL, churn, &c[i]), 0);
+  }
+  for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+  cr_expect_eq(o[0].wrong + o[1].wrong, 0, "%d launches judged wrongly", o[0].wrong + o[1].wrong);
+  cr_expect_eq(o[0].found + o[1].found, OVERREADS, "over-reads found: %d", o[0].found + o[1].found);
+  md_sim_stats s = simt_stats();
+  cr_expect_eq(s.redzone_reads, OVERREADS, "each counted once");
+  cr_expect_eq(s.common.redzone_hits + s.common.poison_hits + s.bad_frees + s.bad_pointers, 0);
+  cr_expect_eq(s.free_blocks, 1);
 }

@@ -15,20 +15,46 @@
  * valid host address (non-canonical on x86-64), never 0, and a pointer of another sim device
  * is refused. A kernel gets host addresses from kernel_ptr(). Allocations are 256-byte
  * aligned, zero-filled, with at least 64 bytes of red zone on each side; freed memory is
- * poisoned (0xDB; large spans are released with madvise and read 0). One allocation may have
- * up to mem_limit bytes (more: RESOURCE_EXHAUSTED_PERSISTENT; more than fits now:
- * RESOURCE_EXHAUSTED_TRANSIENT).
+ * poisoned (0xDB; large spans are released with madvise and read 0). A red zone holds a canary
+ * derived from each byte's address and the device's seed (md_backend_params.seed when
+ * has_seed, else a random seed per device): every allocation's red zones differ from every
+ * other's, no 8-byte word of them is one byte repeated, the same seed gives the same bytes at
+ * the same offsets, and another seed others. One allocation may have up to mem_limit bytes
+ * (more: RESOURCE_EXHAUSTED_PERSISTENT; more than fits now: RESOURCE_EXHAUSTED_TRANSIENT).
  *
  * Checks. Red zones are checked when an allocation is freed and after every launch for the
  * allocations the call's tensors point into; with MD_SIM_DEBUG_CHECK_ALL (or the environment
  * variable MD_SIM_CHECK_ALL=1 at open) after every launch for every live allocation and every
  * free block's poison too. Before it runs, a launch refuses (GENERAL_FAILURE) a tensor that
  * holds a device pointer instead of a kernel_ptr() address, points into freed or unallocated
- * device memory, or runs past the end of its allocation. A damaged red zone after a launch
- * makes the launch fail with GENERAL_FAILURE and a message naming the allocation; a damaged
- * red zone at free, a write into freed memory found when it is reused, and a free of
- * something that is not a live allocation are counted and reported on stderr (see
- * md_sim_report_last). Nothing aborts.
+ * device memory, or runs past the end of its allocation.
+ *   Writes. A write is caught when it changes a red-zone byte, whatever it writes: an aligned
+ *   8-byte word of a red zone written over is always caught (with a constant such as the old
+ *   0xFD, with another allocation's red zone copied over, with anything); fewer bytes escape
+ *   only if each byte written happens to equal the canary byte it covers (1 in 256 per byte).
+ *   A write that skips the red zone and lands in a neighbour's payload is not caught.
+ *   Reads. A kernel that reads past the end of an allocation (or before its start) reads its
+ *   red zone; the device sees it when the kernel copies what it read into an output. After
+ *   every launch, each output in device memory is searched for the red-zone bytes of the
+ *   allocations the launch's tensors point into: (1) element-wise: where an element-wise
+ *   kernel puts the bytes just past an input's allocation (as far from the output's start as
+ *   they are from the input's start), 4 or more bytes of the canary (one float read past the
+ *   end) are a finding (a coincidence has a 2^-32 chance); (2) anywhere in outputs of at most
+ *   16 KiB (every output with MD_SIM_DEBUG_CHECK_ALL): a whole canary word at an 8-byte-
+ *   aligned place (a copy of 8 or more bytes, displaced by a multiple of 8 bytes). Not caught:
+ *   a read whose value the kernel changes before it writes it (a sum, a conversion, a
+ *   comparison), or never writes; a copy of fewer than 8 bytes, or displaced by a distance
+ *   that is not a multiple of 8, away from the element-wise place; a copy into a larger
+ *   output away from that place (unless MD_SIM_DEBUG_CHECK_ALL); a copy into host memory or
+ *   into an input; the red zones of allocations that are not among the launch's tensors.
+ *   Findings. A damaged red zone or a red-zone read after a launch makes the launch fail with
+ *   GENERAL_FAILURE and a message naming the allocation and the offset: "red zone hit: N
+ *   byte(s) written past the end of allocation 0x... (size S), first at +K (byte 0x.., not
+ *   0x..)" (and, when the bytes are another red zone's canary, whose), or "red zone read: N
+ *   byte(s) past the end of allocation 0x... (size S, input I), from +K, are in output J at
+ *   +M". A damaged red zone at free, a write into freed memory found when it is reused, and a
+ *   free of something that is not a live allocation are counted and reported on stderr (see
+ *   md_sim_report_last). Nothing aborts.
  *
  * Fault plans (md_backend_params.faults): `KIND@N[,KIND@N...]`, N >= 1. They fire at the
  * runtime's fault points (md_backend_ops.fault_point): the reference runtime calls one for
@@ -79,7 +105,8 @@ extern "C" {
 #define MD_SIM_MAX_MEM_LIMIT (64ull << 30)           /* larger mem_limit values are capped */
 
 /* md_sim_debug_set flags. */
-#define MD_SIM_DEBUG_CHECK_ALL 1u   /* after each launch, check every red zone and free block */
+#define MD_SIM_DEBUG_CHECK_ALL 1u   /* after each launch, check every red zone and free block,
+                                       and search every output whole for red-zone reads */
 
 /* The simulator's ops table (static storage): register it with md_backend_register. */
 const md_backend_ops *md_sim_backend(void);
@@ -88,7 +115,7 @@ const md_backend_ops *md_sim_backend(void);
  * successful calls, bytes_* count payload bytes (what callers asked for), copies and
  * bytes_copied count copies that happened, launches counts launch() calls on a live device
  * (as launch_calls), redzone_hits damaged red zones found, poison_hits writes into freed
- * memory found. */
+ * memory found; redzone_reads counts launch outputs found holding red-zone bytes. */
 typedef struct md_sim_stats {
   md_backend_stats common;
   uint64_t mem_limit;           /* the largest allocation: mem_limit after the default and cap */
@@ -109,6 +136,7 @@ typedef struct md_sim_stats {
   uint64_t site_calls[3];       /* fault points seen: allocate, copy, execution (md_fault_site) */
   uint64_t commands_run;        /* queued commands run so far */
   uint64_t order_hash;          /* FNV-1a of the order they ran in (stream, index, kind) */
+  uint64_t redzone_reads;       /* launch outputs found holding red-zone bytes (reads past an end) */
 } md_sim_stats;
 
 /* One queued command that ran: its stream's creation number on the device (from 1), its number
