@@ -476,6 +476,23 @@ fail:
 
 /* The caller owns *out. Never writes the file; MDC_STORE_NOT_FOUND or -1 with err set on
  * failure (store.h). */
+/* sqlite3_open_v2 of a file: URI with the path percent-encoded where URI syntax would take it
+ * apart, and the given query. */
+static int open_uri(const char *path, const char *query, sqlite3 **db) {
+  size_t n = strlen(path);
+  char *uri = malloc(3 * n + strlen(query) + 16), *u = uri;
+  if (!uri) return SQLITE_NOMEM;
+  u += sprintf(u, "file:");
+  for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+    if (*p == '%' || *p == '?' || *p == '#' || *p < 0x20 || *p >= 0x7f) u += sprintf(u, "%%%02X", *p);
+    else *u++ = (char)*p;
+  }
+  sprintf(u, "%s", query);
+  int rc = sqlite3_open_v2(uri, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, NULL);
+  free(uri);
+  return rc;
+}
+
 /* Reopens s->path as an immutable file (no -shm, no locks) when its -wal is missing or empty:
  * then no writer holds changes outside the file. 0, or -1 with the reason in s->err. */
 static int reopen_immutable(mdc_store *s) {
@@ -485,16 +502,9 @@ static int reopen_immutable(mdc_store *s) {
   if (stat(wal, &sb) == 0 && sb.st_size > 0)
     return fail(s, "cannot read: its folder is not writable (SQLite needs a -shm file beside a -wal file that "
                 "holds changes)");
-  /* file: URI with the path percent-encoded where URI syntax would take it apart. */
-  char uri[4 * 4200 + 32], *u = uri + snprintf(uri, sizeof uri, "file:");
-  for (const unsigned char *p = (const unsigned char *)s->path; *p && u < uri + sizeof uri - 32; p++) {
-    if (*p == '%' || *p == '?' || *p == '#' || *p < 0x20 || *p >= 0x7f) u += sprintf(u, "%%%02X", *p);
-    else *u++ = (char)*p;
-  }
-  snprintf(u, 32, "?immutable=1");
   sqlite3_close(s->db);
   s->db = NULL;
-  if (sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, NULL) != SQLITE_OK)
+  if (open_uri(s->path, "?immutable=1", &s->db) != SQLITE_OK)
     return fail(s, "cannot open: %s", s->db ? sqlite3_errmsg(s->db) : "out of memory");
   sqlite3_extended_result_codes(s->db, 1);
   return 0;
@@ -1041,23 +1051,6 @@ static void close_input(merge_input *mi) {
     rmdir(mi->tmp);
     mi->tmp[0] = '\0';
   }
-}
-
-/* sqlite3_open_v2 of a file: URI with the path percent-encoded where URI syntax would take it
- * apart, and the given query. */
-static int open_uri(const char *path, const char *query, sqlite3 **db) {
-  size_t n = strlen(path);
-  char *uri = malloc(3 * n + strlen(query) + 16), *u = uri;
-  if (!uri) return SQLITE_NOMEM;
-  u += sprintf(u, "file:");
-  for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
-    if (*p == '%' || *p == '?' || *p == '#' || *p < 0x20 || *p >= 0x7f) u += sprintf(u, "%%%02X", *p);
-    else *u++ = (char)*p;
-  }
-  sprintf(u, "%s", query);
-  int rc = sqlite3_open_v2(uri, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, NULL);
-  free(uri);
-  return rc;
 }
 
 static int open_input(mdc_store *m, const char *path, merge_input *mi, int64_t *version) {
