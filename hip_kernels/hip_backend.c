@@ -4,7 +4,8 @@
  * Memory: md_devptr values are the device addresses themselves (kernel_ptr is the identity),
  * handed out by a caching size-class pool over hipMalloc'd slabs (hip_pool.c): no hipMalloc or
  * hipFree on the execute path once warm. New blocks are zero-filled (hipMemsetAsync) so a buffer
- * never shows an earlier one's bytes.
+ * never shows an earlier one's bytes; copies are bounded by the bytes requested, not the size
+ * class, so the class's slack (which is not zero-filled) is never reachable.
  *
  * Streams: an md_stream is one non-blocking hipStream. Calls with a NULL stream are synchronous:
  * they borrow a "channel" (a stream with its own pinned staging buffers) from a small pool,
@@ -399,7 +400,8 @@ static md_status hip_alloc(md_backend *b, uint64_t bytes, md_devptr *out) {
   uint64_t addr = 0;
   md_status st = md__hpool_alloc(b->pool, bytes, &addr, err, sizeof err);
   if (st != MD_NONE) return st;
-  /* Zero-fill: a block handed out again must not show the previous owner's bytes. */
+  /* Zero-fill: a block handed out again must not show the previous owner's bytes. The
+   * requested bytes are all a copy can reach (span() bounds by md__hpool_block_size). */
   channel *c;
   st = channel_get(b, &c, err, sizeof err);
   if (st == MD_NONE) {

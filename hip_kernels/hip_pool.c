@@ -33,6 +33,7 @@ typedef struct free_list {   /* cap >= blocks: every block of the class fits, al
 
 typedef struct map_ent {     /* a live block: addr -> slab; addr 0 is an empty slot */
   uint64_t addr;
+  uint64_t bytes;            /* requested: what the block is zero-filled and bounded to */
   uint32_t slab;
 } map_ent;
 
@@ -89,26 +90,25 @@ static map_ent *map_find(md__hpool *p, uint64_t addr) {
   }
 }
 
-static void map_put_nogrow(map_ent *map, uint64_t cap, uint64_t addr, uint32_t s) {
-  uint64_t m = cap - 1, i = hash_addr(addr) & m;
+static void map_put_nogrow(map_ent *map, uint64_t cap, map_ent e) {
+  uint64_t m = cap - 1, i = hash_addr(e.addr) & m;
   while (map[i].addr) i = (i + 1) & m;
-  map[i].addr = addr;
-  map[i].slab = s;
+  map[i] = e;
 }
 
 /* 0, or -1 when the map cannot grow (host out of memory). */
-static int map_put(md__hpool *p, uint64_t addr, uint32_t s) {
+static int map_put(md__hpool *p, map_ent e) {
   if ((p->map_n + 1) * 2 > p->map_cap) {
     uint64_t cap = p->map_cap ? p->map_cap * 2 : 64;
     map_ent *m = calloc(cap, sizeof *m);
     if (!m) return -1;
     for (uint64_t i = 0; i < p->map_cap; i++)
-      if (p->map[i].addr) map_put_nogrow(m, cap, p->map[i].addr, p->map[i].slab);
+      if (p->map[i].addr) map_put_nogrow(m, cap, p->map[i]);
     free(p->map);
     p->map = m;
     p->map_cap = cap;
   }
-  map_put_nogrow(p->map, p->map_cap, addr, s);
+  map_put_nogrow(p->map, p->map_cap, e);
   p->map_n++;
   return 0;
 }
@@ -278,7 +278,7 @@ md_status md__hpool_alloc(md__hpool *p, uint64_t bytes, uint64_t *addr, char *er
   if (st == MD_NONE) {
     free_list *f = &p->fl[cls];
     free_ent e = f->v[f->n - 1];
-    if (map_put(p, e.addr, e.slab) != 0) {
+    if (map_put(p, (map_ent){.addr = e.addr, .bytes = bytes, .slab = e.slab}) != 0) {
       st = md_backend_fail(err, errlen, MD_RESOURCE_EXHAUSTED_TRANSIENT, "pool metadata: host out of memory");
     } else {
       f->n--;
@@ -316,7 +316,7 @@ int md__hpool_free(md__hpool *p, uint64_t addr) {
 uint64_t md__hpool_block_size(md__hpool *p, uint64_t addr) {
   pthread_mutex_lock(&p->lock);
   map_ent *e = addr ? map_find(p, addr) : NULL;
-  uint64_t n = e ? p->slabs[e->slab].bytes / p->slabs[e->slab].n_blocks : 0;
+  uint64_t n = e ? e->bytes : 0;
   pthread_mutex_unlock(&p->lock);
   return n;
 }

@@ -73,6 +73,37 @@ Test(hip_backend, new_memory_is_zero_also_when_reused) {
   ops()->close(b);
 }
 
+/* SPEC 5: a new buffer never shows an earlier one's bytes, the pool's rounding slack included:
+ * the zero-fill covers the requested bytes, so copies may not reach past them either (they
+ * were bounded by the rounded-up block: a write into the slack of a 1000-byte buffer (class
+ * 1024) survived into the next buffer given that block). */
+Test(hip_backend, a_new_buffer_never_shows_an_earlier_ones_bytes_in_the_slack) {
+  md_backend *b = hip_open_or_skip(0);
+  char err[256];
+  uint8_t h[1024], g[1024];
+  md_devptr p, q;
+  cr_assert_eq(ops()->alloc(b, 1000, &p), MD_NONE);
+  memset(h, 0xAB, sizeof h);
+  md_status w = ops()->write(b, NULL, p, 0, h, 1024, err, sizeof err);
+  md_status w2 = ops()->write(b, NULL, p, 1000, h, 1, err, sizeof err);
+  ops()->free(b, p);
+  cr_assert_eq(ops()->alloc(b, 1000, &q), MD_NONE);
+  cr_assert_eq(q, p, "the pool hands the same block out again");
+  memset(g, 0x11, sizeof g);
+  md_status r = ops()->read(b, NULL, g, q, 0, 1024, err, sizeof err);
+  if (r == MD_NONE)
+    for (int i = 0; i < 1024; i++)
+      cr_assert_eq(g[i], 0, "byte %d of the new buffer is %#x, left by the earlier one", i, g[i]);
+  cr_assert_eq(w, MD_GENERAL_FAILURE, "a write past the 1000 requested bytes is refused");
+  cr_assert_eq(w2, MD_GENERAL_FAILURE);
+  cr_assert_eq(r, MD_GENERAL_FAILURE, "a read past them too");
+  cr_assert(strstr(err, "1000-byte allocation"), "%s", err);
+  cr_assert_eq(ops()->read(b, NULL, g, q, 0, 1000, err, sizeof err), MD_NONE, "%s", err);
+  for (int i = 0; i < 1000; i++) cr_assert_eq(g[i], 0, "byte %d", i);
+  ops()->free(b, q);
+  ops()->close(b);
+}
+
 Test(hip_backend, copies_round_trip_across_staging_chunks) {
   md_backend *b = hip_open_or_skip(0);
   char err[256];
