@@ -597,13 +597,14 @@ static md_status hip_event_record(md_backend *b, md_event *e, md_stream *s) {
     HIP_TRY(b, "hipEventRecord", hipEventRecord(e->e, s->s), err, sizeof err);
     return MD_NONE;
   }
-  /* NULL stream: everything before is complete; record on an idle channel stream. */
+  /* NULL stream: everything before is complete; record on an idle channel stream and wait for
+   * the record itself, so the event is reached when this returns (a record is asynchronous: a
+   * wait with a zero timeout right after would otherwise find it not yet reached). */
   channel *c;
   if ((st = channel_get(b, &c, err, sizeof err)) != MD_NONE) return st;
   hipError_t r = hipEventRecord(e->e, c->s);
   if (r != hipSuccess) st = hip_fail(b, r, "hipEventRecord", err, sizeof err);
-  channel_put(b, c);
-  return st;
+  return channel_done(b, c, st, err, sizeof err);
 }
 
 static uint64_t now_ns(void) {
