@@ -410,17 +410,17 @@ static hipStream_t stream_of(hipStream_t s, hipError_t *e) {
   return s;
 }
 
-/* Queues o on s; returns its sequence number. */
+/* Queues o on s (the stream's thread frees it once run); returns its sequence number. */
 static uint64_t enqueue(hipStream_t s, op *o) {
   pthread_mutex_lock(&s->lock);
-  o->seq = ++s->enq_seq;
+  const uint64_t seq = o->seq = ++s->enq_seq;
   o->next = NULL;
   if (s->tail) s->tail->next = o;
   else s->head = o;
   s->tail = o;
   pthread_cond_signal(&s->work);
   pthread_mutex_unlock(&s->lock);
-  return o->seq;
+  return seq;
 }
 
 static void stream_wait(hipStream_t s, uint64_t seq) {
