@@ -17,6 +17,23 @@ static inline unsigned md__hip_blocks(uint64_t work, unsigned per_block) {
   return b > MD_HIP_MAX_BLOCKS ? MD_HIP_MAX_BLOCKS : (unsigned)b;
 }
 
+/* acc + a * b with the product and the sum each rounded to float: never contracted into an FMA
+ * (both GPU compilers contract a*b+c by default), so a dot product accumulated in the host
+ * reference's order is the host's result bit for bit (docs/hip.md, "FULLY_CONNECTED and FMA").
+ * CUDA guarantees __fmul_rn / __fadd_rn are never merged into an FMA; HIP's are the plain
+ * operators, so on AMD contraction is turned off for this expression instead; the CPU layer's
+ * go through a volatile. */
+#if defined(__HIPCC__) && !defined(__CUDACC__) && !defined(MD_HIP_CPU)
+static __device__ inline float md__hip_mul_add_rn(float acc, float a, float b) {
+#pragma clang fp contract(off)
+  return acc + a * b;
+}
+#else
+static __device__ inline float md__hip_mul_add_rn(float acc, float a, float b) {
+  return __fadd_rn(acc, __fmul_rn(a, b));
+}
+#endif
+
 /* 64-bit global thread index and stride for grid-stride loops. */
 #define MD_HIP_TID ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x)
 #define MD_HIP_NTHREADS ((uint64_t)gridDim.x * blockDim.x)

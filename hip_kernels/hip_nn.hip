@@ -26,7 +26,8 @@ __global__ void fc_tiled(const float *in, const float *w, const float *bias, flo
       ws[ty][tx] = (wn < units && k < isz) ? w[(uint64_t)wn * isz + k] : 0.0f;
       __syncthreads();
       const uint32_t kn = isz - k0 < FC_TILE ? isz - k0 : FC_TILE;
-      for (uint32_t kk = 0; kk < kn; kk++) acc += as[ty][kk] * ws[tx][kk];
+      // The host's order (k ascending), every product and sum rounded: bit for bit the host.
+      for (uint32_t kk = 0; kk < kn; kk++) acc = md__hip_mul_add_rn(acc, as[ty][kk], ws[tx][kk]);
       __syncthreads();
     }
     if (b < batch && n < units) o[(uint64_t)b * units + n] = md__act_apply(act, acc + bias[n]);
