@@ -9,28 +9,30 @@
 // of o (threadIdx.y: batch row, threadIdx.x: unit), stepping through input_size in tiles of
 // both operands staged in shared memory; the weight tile is padded by one column so reading
 // it transposed does not hit one bank. Blocks loop over batch tiles past the grid's y limit.
+// Indexes are 64-bit: batch, units and input_size go up to 2^32 - 1, where a 32-bit k0 + 16
+// wraps (and the loop never ends) and blockIdx.x * 16 overflows.
 __global__ void fc_tiled(const float *in, const float *w, const float *bias, float *o,
                          uint32_t batch, uint32_t units, uint32_t isz, int act) {
   __shared__ float as[FC_TILE][FC_TILE];
   __shared__ float ws[FC_TILE][FC_TILE + 1];
   const uint32_t tx = threadIdx.x, ty = threadIdx.y;
-  const uint32_t n = blockIdx.x * FC_TILE + tx;
-  const uint32_t n_tiles_b = (batch + FC_TILE - 1) / FC_TILE;
-  for (uint32_t tb = blockIdx.y; tb < n_tiles_b; tb += gridDim.y) {
-    const uint32_t b = tb * FC_TILE + ty;
+  const uint64_t n = (uint64_t)blockIdx.x * FC_TILE + tx;
+  const uint64_t wn = (uint64_t)blockIdx.x * FC_TILE + ty;  // the weight row this thread loads
+  const uint64_t n_tiles_b = ((uint64_t)batch + FC_TILE - 1) / FC_TILE;
+  for (uint64_t tb = blockIdx.y; tb < n_tiles_b; tb += gridDim.y) {
+    const uint64_t b = tb * FC_TILE + ty;
     float acc = 0.0f;
-    for (uint32_t k0 = 0; k0 < isz; k0 += FC_TILE) {
-      const uint32_t k = k0 + tx;
-      as[ty][tx] = (b < batch && k < isz) ? in[(uint64_t)b * isz + k] : 0.0f;
-      const uint32_t wn = blockIdx.x * FC_TILE + ty;  // the weight row this thread loads
-      ws[ty][tx] = (wn < units && k < isz) ? w[(uint64_t)wn * isz + k] : 0.0f;
+    for (uint64_t k0 = 0; k0 < isz; k0 += FC_TILE) {
+      const uint64_t k = k0 + tx;
+      as[ty][tx] = (b < batch && k < isz) ? in[b * isz + k] : 0.0f;
+      ws[ty][tx] = (wn < units && k < isz) ? w[wn * isz + k] : 0.0f;
       __syncthreads();
-      const uint32_t kn = isz - k0 < FC_TILE ? isz - k0 : FC_TILE;
+      const uint32_t kn = isz - k0 < FC_TILE ? (uint32_t)(isz - k0) : FC_TILE;
       // The host's order (k ascending), every product and sum rounded: bit for bit the host.
       for (uint32_t kk = 0; kk < kn; kk++) acc = md__hip_mul_add_rn(acc, as[ty][kk], ws[tx][kk]);
       __syncthreads();
     }
-    if (b < batch && n < units) o[(uint64_t)b * units + n] = md__act_apply(act, acc + bias[n]);
+    if (b < batch && n < units) o[b * units + n] = md__act_apply(act, acc + bias[n]);
   }
 }
 
@@ -95,10 +97,11 @@ __global__ void softmax_cols(const float *in, float *o, uint64_t outer, uint64_t
 extern "C" hipError_t md__hip_fc(hipStream_t s, const float *in, const float *w, const float *bias,
                                  float *o, uint32_t batch, uint32_t units, uint32_t isz, int act) {
   if (batch == 0 || units == 0) return hipSuccess;
-  uint32_t gx = (units + FC_TILE - 1) / FC_TILE, gy = (batch + FC_TILE - 1) / FC_TILE;
-  if (gy > 65535u) gy = 65535u;
-  hipLaunchKernelGGL(fc_tiled, dim3(gx, gy), dim3(FC_TILE, FC_TILE), 0, s, in, w, bias, o, batch,
-                     units, isz, act);
+  // 64-bit: (units + 15) in 32 bits wraps for units > 2^32 - 16, giving a grid of 0.
+  const uint64_t gx = ((uint64_t)units + FC_TILE - 1) / FC_TILE;      // <= 2^28: fits grid.x
+  const uint64_t gy = ((uint64_t)batch + FC_TILE - 1) / FC_TILE;
+  hipLaunchKernelGGL(fc_tiled, dim3((uint32_t)gx, gy > 65535u ? 65535u : (uint32_t)gy),
+                     dim3(FC_TILE, FC_TILE), 0, s, in, w, bias, o, batch, units, isz, act);
   return hipGetLastError();
 }
 

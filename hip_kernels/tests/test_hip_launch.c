@@ -1,0 +1,34 @@
+/* test_hip_launch.c - the launchers (hip_launch.h) on the CPU execution layer, white-box: the
+ * kernel each picks and its geometry (the layer's launch log; dry runs for sizes no test can
+ * allocate), and that a launch reports its own error, never an earlier one of the thread. */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hip_launch.h"
+#include "md_hip_cpu.h"
+
+/* The newest logged launch. */
+static md_hipcpu_launch last_launch(void) {
+  md_hipcpu_launch l;
+  cr_assert_eq(md_hipcpu_launches(&l, 1), 1, "nothing was launched");
+  return l;
+}
+
+/* FULLY_CONNECTED with batch or units near 2^32: the grid covers them ((x + 15) / 16 in 32 bits
+ * wrapped to a grid of 0: an invalid launch, GENERAL_FAILURE where the host succeeds). */
+Test(hip_launch, fully_connected_grid_covers_batch_and_units_up_to_uint32_max) {
+  md_hipcpu_set_dry_run(1);
+  static const uint32_t cases[][2] = {{UINT32_MAX, 1}, {1, UINT32_MAX}, {UINT32_MAX - 14, 3}, {300, UINT32_MAX - 1}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const uint32_t batch = cases[i][0], units = cases[i][1];
+    hipError_t e = md__hip_fc(NULL, NULL, NULL, NULL, NULL, batch, units, 7, 0);
+    cr_assert_eq(e, hipSuccess, "batch %u units %u: %s", batch, units, hipGetErrorName(e));
+    md_hipcpu_launch l = last_launch();
+    cr_assert_str_eq(l.kernel, "fc_tiled");
+    cr_assert((uint64_t)l.grid[0] * l.block[0] >= units, "batch %u units %u: grid.x %u covers %llu units", batch,
+              units, l.grid[0], (unsigned long long)l.grid[0] * l.block[0]);
+    cr_assert(l.grid[1] >= 1 && l.grid[1] <= 65535, "grid.y %u", l.grid[1]);
+  }
+}
