@@ -229,15 +229,21 @@ struct alignas(16) float4 {
 static inline void __syncthreads(void) { md__hipcpu_syncthreads(); }
 
 /* Rounded multiply and add that are never contracted into an FMA (CUDA's guarantee for
- * __fmul_rn / __fadd_rn): the product goes through a volatile. */
-static inline float __fmul_rn(float a, float b) {
-  volatile float r = a * b;
+ * __fmul_rn / __fadd_rn): the result passes through an empty asm the compiler cannot see
+ * through (a volatile elsewhere), so it cannot fuse it with the next operation. */
+static inline float md__hipcpu_opaque(float r) {
+#if defined(__x86_64__) || defined(__i386__)
+  __asm__("" : "+x"(r));
+#elif defined(__aarch64__)
+  __asm__("" : "+w"(r));
+#else
+  volatile float v = r;
+  r = v;
+#endif
   return r;
 }
-static inline float __fadd_rn(float a, float b) {
-  volatile float r = a + b;
-  return r;
-}
+static inline float __fmul_rn(float a, float b) { return md__hipcpu_opaque(a * b); }
+static inline float __fadd_rn(float a, float b) { return md__hipcpu_opaque(a + b); }
 
 namespace md_hipcpu {
 /* A launch's kernel and its arguments, copied at the launch as a GPU runtime copies them. */
