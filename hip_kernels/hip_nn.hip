@@ -4,6 +4,22 @@
 #include "hip_launch.h"
 
 #define FC_TILE 16
+#define FC_DOT_MAX 256u  // at most this many outputs: fc_dot
+
+// Few outputs (batch * units <= FC_DOT_MAX): one thread per output, the dot product read
+// straight from global memory in the host's order. fc_tiled would compute them with a handful
+// of useful threads per block and two barriers per 16 inputs (a [1,65536] input: 8192 barriers
+// for one output).
+__global__ void fc_dot(const float *in, const float *w, const float *bias, float *o,
+                       uint32_t batch, uint32_t units, uint32_t isz, int act) {
+  const uint64_t i = MD_HIP_TID;
+  if (i >= (uint64_t)batch * units) return;
+  const uint64_t b = i / units, n = i % units;
+  const float *x = in + b * isz, *wr = w + n * isz;
+  float acc = 0.0f;
+  for (uint64_t k = 0; k < isz; k++) acc = md__hip_mul_add_rn(acc, x[k], wr[k]);
+  o[i] = md__act_apply(act, acc + bias[n]);
+}
 
 // o[b][n] = act(sum_k in[b][k] * w[n][k] + bias[n]). A block computes a FC_TILE x FC_TILE tile
 // of o (threadIdx.y: batch row, threadIdx.x: unit), stepping through input_size in tiles of
@@ -97,6 +113,12 @@ __global__ void softmax_cols(const float *in, float *o, uint64_t outer, uint64_t
 extern "C" hipError_t md__hip_fc(hipStream_t s, const float *in, const float *w, const float *bias,
                                  float *o, uint32_t batch, uint32_t units, uint32_t isz, int act) {
   if (batch == 0 || units == 0) return hipSuccess;
+  const uint64_t outs = (uint64_t)batch * units;
+  if (outs <= FC_DOT_MAX) {
+    hipLaunchKernelGGL(fc_dot, dim3(1), dim3((uint32_t)(outs + 31) / 32 * 32), 0, s, in, w, bias, o,
+                       batch, units, isz, act);
+    return hipGetLastError();
+  }
   // 64-bit: (units + 15) in 32 bits wraps for units > 2^32 - 16, giving a grid of 0.
   const uint64_t gx = ((uint64_t)units + FC_TILE - 1) / FC_TILE;      // <= 2^28: fits grid.x
   const uint64_t gy = ((uint64_t)batch + FC_TILE - 1) / FC_TILE;

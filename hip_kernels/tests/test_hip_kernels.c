@@ -202,6 +202,9 @@ Test(hip_kernels, fully_connected_matches_the_host) {
   /* Large enough that FMA contraction changes about 0.5 % of the outputs. */
   check(b, "FULLY_CONNECTED", 4, (arg[]){T(64, 1024), T(256, 1024), T(256), i32(0)}, TOL_EXACT);
   check(b, "FULLY_CONNECTED", 4, (arg[]){T(1, 3), T(1, 3), T(1), i32(1)}, TOL_EXACT);
+  /* Few outputs (fc_dot): a long input, and the largest output count it takes. */
+  check(b, "FULLY_CONNECTED", 4, (arg[]){T(1, 65536), T(1, 65536), T(1), i32(0)}, TOL_EXACT);
+  check(b, "FULLY_CONNECTED", 4, (arg[]){T(4, 301), T(64, 301), T(64), i32(3)}, TOL_EXACT);
   md_hip_backend()->close(b);
 }
 

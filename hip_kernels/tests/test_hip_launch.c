@@ -32,3 +32,19 @@ Test(hip_launch, fully_connected_grid_covers_batch_and_units_up_to_uint32_max) {
     cr_assert(l.grid[1] >= 1 && l.grid[1] <= 65535, "grid.y %u", l.grid[1]);
   }
 }
+
+/* FULLY_CONNECTED with few outputs and a long input: one thread per output, no tiles (fc_tiled
+ * ran one useful thread through two barriers per 16 inputs). */
+Test(hip_launch, fully_connected_with_few_outputs_runs_one_thread_per_output) {
+  md_hipcpu_set_dry_run(1);
+  cr_assert_eq(md__hip_fc(NULL, NULL, NULL, NULL, NULL, 1, 1, 65536, 0), hipSuccess);
+  md_hipcpu_launch l = last_launch();
+  cr_assert_str_eq(l.kernel, "fc_dot");
+  cr_assert_eq(l.grid[0] * l.block[0], 32);
+  cr_assert_eq(md__hip_fc(NULL, NULL, NULL, NULL, NULL, 4, 64, 301, 0), hipSuccess);
+  l = last_launch();
+  cr_assert_str_eq(l.kernel, "fc_dot");
+  cr_assert_eq(l.block[0], 256);
+  cr_assert_eq(md__hip_fc(NULL, NULL, NULL, NULL, NULL, 4, 65, 301, 0), hipSuccess);
+  cr_assert_str_eq(last_launch().kernel, "fc_tiled", "more than 256 outputs: tiles");
+}
