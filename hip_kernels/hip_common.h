@@ -34,6 +34,12 @@ static __device__ inline float md__hip_mul_add_rn(float acc, float a, float b) {
 }
 #endif
 
+/* Call before a launch: clears the calling thread's last error, so the hipGetLastError() after
+ * the launch reports that launch only and not an earlier, unrelated failure of the thread (a
+ * failed hipHostMalloc, hipEventQuery's not-ready: the CUDA runtime keeps them until read). A
+ * sticky error is not cleared by reading: it still comes back after the launch. */
+static inline void md__hip_launch_begin(void) { (void)hipGetLastError(); }
+
 /* 64-bit global thread index and stride for grid-stride loops. */
 #define MD_HIP_TID ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x)
 #define MD_HIP_NTHREADS ((uint64_t)gridDim.x * blockDim.x)

@@ -71,6 +71,7 @@ extern "C" hipError_t md__hip_binary(hipStream_t s, int op, int act, const md__b
                                      float *o) {
   const uint64_t n = plan->count;
   if (n == 0) return hipSuccess;
+  md__hip_launch_begin();
   const dim3 block(MD_HIP_THREADS);
   if (na == n && nb == n) {
     if (aligned16(a) && aligned16(b) && aligned16(o)) {
@@ -94,6 +95,7 @@ extern "C" hipError_t md__hip_binary(hipStream_t s, int op, int act, const md__b
 
 extern "C" hipError_t md__hip_relu(hipStream_t s, const float *a, float *o, uint64_t n) {
   if (n == 0) return hipSuccess;
+  md__hip_launch_begin();
   const dim3 block(MD_HIP_THREADS);
   if (aligned16(a) && aligned16(o)) {
     uint64_t n4 = n / 4, tail = n - n4 * 4;

@@ -113,6 +113,7 @@ __global__ void softmax_cols(const float *in, float *o, uint64_t outer, uint64_t
 extern "C" hipError_t md__hip_fc(hipStream_t s, const float *in, const float *w, const float *bias,
                                  float *o, uint32_t batch, uint32_t units, uint32_t isz, int act) {
   if (batch == 0 || units == 0) return hipSuccess;
+  md__hip_launch_begin();
   const uint64_t outs = (uint64_t)batch * units;
   if (outs <= FC_DOT_MAX) {
     hipLaunchKernelGGL(fc_dot, dim3(1), dim3((uint32_t)(outs + 31) / 32 * 32), 0, s, in, w, bias, o,
@@ -130,6 +131,7 @@ extern "C" hipError_t md__hip_fc(hipStream_t s, const float *in, const float *w,
 extern "C" hipError_t md__hip_softmax(hipStream_t s, const float *in, float *o, uint64_t outer,
                                       uint64_t len, uint64_t inner, float beta) {
   if (outer == 0 || len == 0 || inner == 0) return hipSuccess;
+  md__hip_launch_begin();
   if (inner == 1 && len >= 64) {
     hipLaunchKernelGGL(softmax_rows, dim3(md__hip_blocks(outer, 1)), dim3(MD_HIP_THREADS), 0, s,
                        in, o, outer, len, beta);

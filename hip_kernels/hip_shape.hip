@@ -21,6 +21,7 @@ extern "C" hipError_t md__hip_copy(hipStream_t s, void *dst, const void *src, ui
 extern "C" hipError_t md__hip_concat_part(hipStream_t s, float *o, const float *in, uint64_t outer,
                                           uint64_t chunk, uint64_t total, uint64_t off) {
   if (outer == 0 || chunk == 0) return hipSuccess;
+  md__hip_launch_begin();
   if (outer == 1) return hipMemcpyAsync(o + off, in, chunk * 4, hipMemcpyDeviceToDevice, s);
   hipLaunchKernelGGL(concat_part, dim3(md__hip_blocks(outer * chunk, MD_HIP_THREADS)),
                      dim3(MD_HIP_THREADS), 0, s, o, in, outer, chunk, total, off);

@@ -6,6 +6,9 @@
 #include <string.h>
 
 #include "hip_test.h"
+#ifdef MD_HIP_CPU
+#include "md_hip_cpu.h" /* the CPU layer's test hooks: injected errors, held streams */
+#endif
 
 static const md_backend_ops *ops(void) { return md_hip_backend(); }
 
@@ -173,3 +176,49 @@ Test(hip_backend, mem_limit_refuses_persistently_and_transiently) {
   ops()->free(b, q);
   ops()->close(b);
 }
+
+#ifdef MD_HIP_CPU
+/* A kernel launched after an unrelated failure of the same thread (a pinned staging buffer that
+ * could not be had, an event that was not reached yet) runs and succeeds: the launcher clears
+ * the thread's last error before launching, so it reads its own launch's error only. */
+Test(hip_backend, a_kernel_launch_is_not_failed_by_an_earlier_error_of_the_thread) {
+  md_backend *b = hip_open_or_skip(0);
+  char err[256];
+  const md_kernel_def *relu = md_kernel_find("RELU", "hip");
+  cr_assert_not_null(relu);
+  md_devptr in, out;
+  cr_assert_eq(ops()->alloc(b, 4096, &in), MD_NONE);
+  cr_assert_eq(ops()->alloc(b, 4096, &out), MD_NONE);
+  md_tensor t[2] = {{.type = MD_TENSOR_FLOAT32, .rank = 1, .dims = {1024}, .bytes = 4096},
+                    {.type = MD_TENSOR_FLOAT32, .rank = 1, .dims = {1024}, .bytes = 4096}};
+  t[0].data = ops()->kernel_ptr(b, in);
+  t[1].data = ops()->kernel_ptr(b, out);
+  md_kernel_call call = {.struct_size = sizeof call, .platform = "hip", .n_inputs = 1, .inputs = t,
+                         .n_outputs = 1, .outputs = t + 1};
+  md_kernel_status ks;
+  /* 1. A write on a new stream whose staging buffers cannot be pinned. */
+  md_stream *s;
+  cr_assert_eq(ops()->stream_create(b, &s), MD_NONE);
+  md_hipcpu_fail(MD_HIPCPU_HOST_MALLOC, 1, hipErrorOutOfMemory);
+  uint8_t h[64] = {0};
+  cr_assert_eq(ops()->write(b, s, in, 0, h, sizeof h, err, sizeof err), MD_RESOURCE_EXHAUSTED_TRANSIENT);
+  memset(&ks, 0, sizeof ks);
+  cr_assert_eq(ops()->launch(b, NULL, relu, &call, &ks), MD_NONE, "RELU after a failed hipHostMalloc: %s",
+               ks.message);
+  /* 2. An event not reached yet (its stream is held). */
+  md_event *e;
+  cr_assert_eq(ops()->event_create(b, &e), MD_NONE);
+  md_hipcpu_stream_hold(ops()->stream_native(b, s), 1);
+  cr_assert_eq(ops()->event_record(b, e, s), MD_NONE);
+  cr_assert_eq(ops()->event_wait(b, e, 0), MD_MISSED_DEADLINE_TRANSIENT);
+  memset(&ks, 0, sizeof ks);
+  cr_assert_eq(ops()->launch(b, NULL, relu, &call, &ks), MD_NONE, "RELU after a not-ready event: %s", ks.message);
+  md_hipcpu_stream_hold(ops()->stream_native(b, s), 0);
+  cr_assert_eq(ops()->event_wait(b, e, UINT64_MAX), MD_NONE);
+  ops()->event_destroy(b, e);
+  ops()->stream_destroy(b, s);
+  ops()->free(b, in);
+  ops()->free(b, out);
+  ops()->close(b);
+}
+#endif /* MD_HIP_CPU */

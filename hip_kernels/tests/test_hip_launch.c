@@ -48,3 +48,30 @@ Test(hip_launch, fully_connected_with_few_outputs_runs_one_thread_per_output) {
   cr_assert_eq(md__hip_fc(NULL, NULL, NULL, NULL, NULL, 4, 65, 301, 0), hipSuccess);
   cr_assert_str_eq(last_launch().kernel, "fc_tiled", "more than 256 outputs: tiles");
 }
+
+/* A launch reports its own error: an earlier failed call of the thread whose error nobody read
+ * (a pinned allocation out of memory, an event not ready yet) is not a failed launch. */
+Test(hip_launch, a_launch_reports_its_own_error_not_an_earlier_one) {
+  float *a, *o;
+  cr_assert_eq(hipMalloc((void **)&a, 4096), hipSuccess);
+  cr_assert_eq(hipMalloc((void **)&o, 4096), hipSuccess);
+  void *h;
+  cr_assert_eq(hipHostMalloc(&h, (size_t)1 << 62, hipHostMallocDefault), hipErrorOutOfMemory);
+  hipError_t e = md__hip_relu(NULL, a, o, 1024);
+  cr_assert_eq(e, hipSuccess, "RELU after a failed hipHostMalloc: %s", hipGetErrorName(e));
+  hipEvent_t ev;
+  cr_assert_eq(hipEventCreate(&ev), hipSuccess);
+  md_hipcpu_stream_hold(NULL, 1);
+  cr_assert_eq(hipEventRecord(ev, NULL), hipSuccess);
+  cr_assert_eq(hipEventQuery(ev), hipErrorNotReady);
+  md_hipcpu_stream_hold(NULL, 0);
+  e = md__hip_fc(NULL, a, a, a, o, 2, 2, 8, 0);
+  cr_assert_eq(e, hipSuccess, "FULLY_CONNECTED after a not-ready event: %s", hipGetErrorName(e));
+  cr_assert_eq(hipStreamSynchronize(NULL), hipSuccess);
+  /* A sticky error still shows: the device is lost for every launch. */
+  md_hipcpu_lose_device(hipErrorIllegalAddress);
+  cr_assert_eq(md__hip_relu(NULL, a, o, 1024), hipErrorIllegalAddress);
+  (void)hipEventDestroy(ev);
+  (void)hipFree(a);
+  (void)hipFree(o);
+}
