@@ -83,18 +83,21 @@ struct md_backend {
   _Atomic uint64_t copies, bytes_copied, launches;
 };
 
+/* Remembers the device as lost with the first loss's message. */
+static void lose(md_backend *b, const char *msg) {
+  pthread_mutex_lock(&b->lost_lock);
+  if (!atomic_load(&b->lost)) {
+    snprintf(b->lost_msg, sizeof b->lost_msg, "%s", msg);
+    atomic_store_explicit(&b->lost, 1, memory_order_release);
+  }
+  pthread_mutex_unlock(&b->lost_lock);
+}
+
 /* A HIP error of `call`: the mapped status and message; a lost device is remembered. */
 static md_status hip_fail(md_backend *b, hipError_t e, const char *call, char *err, size_t errlen) {
   char msg[256];
   md_status st = md__hip_status(e, call, msg, sizeof msg);
-  if (st == MD_DEVICE_UNAVAILABLE && b) {
-    pthread_mutex_lock(&b->lost_lock);
-    if (!atomic_load(&b->lost)) {
-      snprintf(b->lost_msg, sizeof b->lost_msg, "%s", msg);
-      atomic_store(&b->lost, 1);
-    }
-    pthread_mutex_unlock(&b->lost_lock);
-  }
+  if (st == MD_DEVICE_UNAVAILABLE && b) lose(b, msg);
   return md_backend_fail(err, errlen, st, "hip: %s", msg);
 }
 
@@ -514,10 +517,7 @@ static md_status hip_launch(md_backend *b, md_stream *s, const md_kernel_def *k,
   call->stream = (void *)(s ? s->s : c->s);
   atomic_fetch_add_explicit(&b->launches, 1, memory_order_relaxed);
   k->run(call, st);
-  if (st->code == MD_DEVICE_UNAVAILABLE) { /* a launcher saw a lost device */
-    char m[256];
-    (void)hip_fail(b, hipErrorLaunchFailure, "kernel launch", m, sizeof m);
-  }
+  if (st->code == MD_DEVICE_UNAVAILABLE) lose(b, st->message); /* a launcher saw a lost device */
   md_status r = st->code;
   if (c) {
     err[0] = '\0';

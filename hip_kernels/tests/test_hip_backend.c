@@ -1,11 +1,13 @@
 /* test_hip_backend.c - the hip backend behind md_backend_ops: opening without a GPU (runs
  * everywhere), and on a GPU memory, copies, streams and events. GPU tests skip without one. */
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hip_test.h"
+#include "md/status.h"
 #ifdef MD_HIP_CPU
 #include "md_hip_cpu.h" /* the CPU layer's test hooks: injected errors, held streams */
 #endif
@@ -217,6 +219,53 @@ Test(hip_backend, a_kernel_launch_is_not_failed_by_an_earlier_error_of_the_threa
   cr_assert_eq(ops()->event_wait(b, e, UINT64_MAX), MD_NONE);
   ops()->event_destroy(b, e);
   ops()->stream_destroy(b, s);
+  ops()->free(b, in);
+  ops()->free(b, out);
+  ops()->close(b);
+}
+#endif /* MD_HIP_CPU */
+
+#ifdef MD_HIP_CPU
+/* Every fatal error a GPU reports for a faulting kernel loses the device: the launch's
+ * synchronization is DEVICE_UNAVAILABLE, and so is every later call, naming the first error.
+ * The NVIDIA-only ones (misaligned address, illegal instruction, ...) were GENERAL_FAILURE. */
+static hipError_t fatal_errors[] = {
+    hipErrorIllegalAddress, hipErrorLaunchFailure, hipErrorLaunchTimeOut, hipErrorECCNotCorrectable,
+    hipErrorAssert, hipErrorHardwareStackError, hipErrorIllegalInstruction, hipErrorMisalignedAddress,
+    hipErrorInvalidAddressSpace, hipErrorInvalidPc};
+ParameterizedTestParameters(hip_backend, a_kernel_fault_loses_the_device) {
+  return cr_make_param_array(hipError_t, fatal_errors, sizeof fatal_errors / sizeof fatal_errors[0]);
+}
+ParameterizedTest(hipError_t *fault, hip_backend, a_kernel_fault_loses_the_device) {
+  md_backend *b = hip_open_or_skip(0);
+  char err[256];
+  const md_kernel_def *relu = md_kernel_find("RELU", "hip");
+  md_devptr in, out;
+  cr_assert_eq(ops()->alloc(b, 4096, &in), MD_NONE);
+  cr_assert_eq(ops()->alloc(b, 4096, &out), MD_NONE);
+  md_tensor t[2] = {{.type = MD_TENSOR_FLOAT32, .rank = 1, .dims = {1024}, .bytes = 4096},
+                    {.type = MD_TENSOR_FLOAT32, .rank = 1, .dims = {1024}, .bytes = 4096}};
+  t[0].data = ops()->kernel_ptr(b, in);
+  t[1].data = ops()->kernel_ptr(b, out);
+  md_kernel_call call = {.struct_size = sizeof call, .platform = "hip", .n_inputs = 1, .inputs = t,
+                         .n_outputs = 1, .outputs = t + 1};
+  md_kernel_status ks;
+  memset(&ks, 0, sizeof ks);
+  md_hipcpu_fail(MD_HIPCPU_KERNEL, 1, *fault);
+  md_status st = ops()->launch(b, NULL, relu, &call, &ks);
+  cr_assert_eq(st, MD_DEVICE_UNAVAILABLE, "%s: %s (%s)", hipGetErrorName(*fault), md_status_name(st), ks.message);
+  cr_assert(strstr(ks.message, hipGetErrorName(*fault)), "%s", ks.message);
+  /* Lost for good: memory, copies, streams, events. */
+  md_devptr p;
+  cr_assert_eq(ops()->alloc(b, 64, &p), MD_DEVICE_UNAVAILABLE);
+  uint8_t h[16];
+  cr_assert_eq(ops()->read(b, NULL, h, in, 0, 16, err, sizeof err), MD_DEVICE_UNAVAILABLE);
+  cr_assert(strstr(err, "device lost earlier"), "%s", err);
+  cr_assert(strstr(err, hipGetErrorName(*fault)), "%s", err);
+  md_stream *s;
+  cr_assert_eq(ops()->stream_create(b, &s), MD_DEVICE_UNAVAILABLE);
+  md_event *e;
+  cr_assert_eq(ops()->event_create(b, &e), MD_DEVICE_UNAVAILABLE);
   ops()->free(b, in);
   ops()->free(b, out);
   ops()->close(b);
