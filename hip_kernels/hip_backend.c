@@ -349,8 +349,9 @@ static md_status hip_open(const md_backend_params *p, md_backend **out, char *er
   }
   if (st == MD_NONE) st = md__hip_register_kernels(err, errlen);
   if (st != MD_NONE) {
-    /* A device that answers the count but fails here is still "no usable GPU". */
-    if (st == MD_GENERAL_FAILURE || st == MD_DEVICE_UNAVAILABLE) st = MD_DEVICE_UNAVAILABLE;
+    /* A device that answers the count but fails here, or kernels that cannot be registered (a
+     * user kernel holds a name), is still "no usable GPU"; out of memory stays transient. */
+    if (st != MD_RESOURCE_EXHAUSTED_TRANSIENT) st = MD_DEVICE_UNAVAILABLE;
     hip_close(b);
     return st;
   }

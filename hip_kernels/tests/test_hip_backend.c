@@ -271,3 +271,35 @@ ParameterizedTest(hipError_t *fault, hip_backend, a_kernel_fault_loses_the_devic
   ops()->close(b);
 }
 #endif /* MD_HIP_CPU */
+
+static void not_ours(const md_kernel_call *c, md_kernel_status *st) {
+  (void)c;
+  md_kernel_fail(st, MD_GENERAL_FAILURE, "a user kernel");
+}
+
+/* A kernel registration that fails is tried again at the next open, not remembered for the
+ * life of the process: here a user kernel holds ("FULLY_CONNECTED", "hip") at the first open;
+ * once it is unregistered, the next open registers the backend's (and keeps the ones the first
+ * open registered). */
+Test(hip_backend, a_failed_kernel_registration_is_tried_again_at_the_next_open) {
+  md_kernel_def d = *md_kernel_find("FULLY_CONNECTED", "host");
+  d.platform = "hip";
+  d.run = not_ours;
+  d.user = NULL;
+  cr_assert_eq(md_kernel_register(&d), MD_NONE, "%s", md_kernel_registry_error());
+  md_backend_params p;
+  memset(&p, 0, sizeof p);
+  p.struct_size = sizeof p;
+  char err[256] = "";
+  md_backend *b = NULL;
+  md_status st = ops()->open(&p, &b, err, sizeof err);
+  if (st == MD_DEVICE_UNAVAILABLE && strstr(err, "no GPU")) cr_skip_test("GPU-only test skipped: %s", err);
+  cr_assert_eq(st, MD_DEVICE_UNAVAILABLE, "%s", err);
+  cr_assert(strstr(err, "registering FULLY_CONNECTED"), "%s", err);
+  cr_assert_eq(md_kernel_unregister("FULLY_CONNECTED", "hip"), MD_NONE);
+  b = hip_open_or_skip(0);
+  cr_assert_not_null(md_kernel_find("FULLY_CONNECTED", "hip"));
+  cr_assert_neq(md_kernel_find("FULLY_CONNECTED", "hip")->run, not_ours);
+  cr_assert_not_null(md_kernel_find("CONCATENATION", "hip"));
+  ops()->close(b);
+}
