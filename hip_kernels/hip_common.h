@@ -17,6 +17,18 @@ static inline unsigned md__hip_blocks(uint64_t work, unsigned per_block) {
   return b > MD_HIP_MAX_BLOCKS ? MD_HIP_MAX_BLOCKS : (unsigned)b;
 }
 
+/* Launch geometry for a kernel over `rows` rows of `cols` elements (bin_rows, concat_rows): a
+ * row's elements on x (the smallest power of two up to 256 that covers them), rows on y, 256
+ * threads a block; grid-stride loops cover what the grid limits leave out. */
+static inline void md__hip_rows_geometry(uint64_t rows, uint64_t cols, dim3 *grid, dim3 *block) {
+  uint32_t bx = 1;
+  while (bx < cols && bx < MD_HIP_THREADS) bx *= 2;
+  const uint32_t by = MD_HIP_THREADS / bx;
+  const uint64_t gx = (cols + bx - 1) / bx, gy = (rows + by - 1) / by;
+  *block = dim3(bx, by);
+  *grid = dim3(gx > MD_HIP_MAX_BLOCKS ? MD_HIP_MAX_BLOCKS : (uint32_t)gx, gy > 65535u ? 65535u : (uint32_t)gy);
+}
+
 /* acc + a * b with the product and the sum each rounded to float: never contracted into an FMA
  * (both GPU compilers contract a*b+c by default), so a dot product accumulated in the host
  * reference's order is the host's result bit for bit (docs/hip.md, "FULLY_CONNECTED and FMA").

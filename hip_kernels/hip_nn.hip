@@ -5,6 +5,10 @@
 
 #define FC_TILE 16
 #define FC_DOT_MAX 256u  // at most this many outputs: fc_dot
+// A strided softmax axis (inner > 1) of >= 64 elements with at most this many lines gets a block
+// per line: a thread per line would be under 1/16 of a current GPU's threads; with more lines
+// the thread-per-line kernel has enough threads and its reads coalesce across inner.
+#define SOFTMAX_FEW_LINES 16384u
 
 // Few outputs (batch * units <= FC_DOT_MAX): one thread per output, the dot product read
 // straight from global memory in the host's order. fc_tiled would compute them with a handful
@@ -52,16 +56,21 @@ __global__ void fc_tiled(const float *in, const float *w, const float *bias, flo
   }
 }
 
-// One block per row of a contiguous softmax axis (inner == 1): block reductions of the max and
-// of the sum in shared memory.
-__global__ void softmax_rows(const float *in, float *o, uint64_t outer, uint64_t len, float beta) {
+// One block per line of the softmax axis (the len elements at p * len * inner + q + k * inner,
+// for p < outer, q < inner): block reductions of the max and of the sum in shared memory. For
+// contiguous rows (inner == 1), and for a long axis with few lines, where a thread per line
+// would leave the GPU nearly idle (4 x 100000 x 3: 12 threads, each 300000 elements long).
+__global__ void softmax_lines(const float *in, float *o, uint64_t outer, uint64_t len,
+                              uint64_t inner, float beta) {
   __shared__ float red[MD_HIP_THREADS];
   const uint32_t t = threadIdx.x;
-  for (uint64_t p = blockIdx.x; p < outer; p += gridDim.x) {
-    const float *x = in + p * len;
-    float *y = o + p * len;
+  const uint64_t lines = outer * inner;
+  for (uint64_t l = blockIdx.x; l < lines; l += gridDim.x) {
+    const uint64_t p = l / inner, q = l - p * inner;  // one division per line
+    const float *x = in + p * len * inner + q;
+    float *y = o + p * len * inner + q;
     float m = x[0];
-    for (uint64_t k = t; k < len; k += blockDim.x) m = x[k] > m ? x[k] : m;
+    for (uint64_t k = t; k < len; k += blockDim.x) m = x[k * inner] > m ? x[k * inner] : m;
     red[t] = m;
     __syncthreads();
     for (uint32_t h = blockDim.x / 2; h > 0; h /= 2) {
@@ -72,8 +81,8 @@ __global__ void softmax_rows(const float *in, float *o, uint64_t outer, uint64_t
     __syncthreads();
     float sum = 0.0f;
     for (uint64_t k = t; k < len; k += blockDim.x) {
-      float e = md__softmax_term(x[k], max, beta);
-      y[k] = e;
+      float e = md__softmax_term(x[k * inner], max, beta);
+      y[k * inner] = e;
       sum += e;
     }
     red[t] = sum;
@@ -83,8 +92,8 @@ __global__ void softmax_rows(const float *in, float *o, uint64_t outer, uint64_t
       __syncthreads();
     }
     const float total = red[0];
-    for (uint64_t k = t; k < len; k += blockDim.x) y[k] = y[k] / total;
-    __syncthreads();  // red is reused by the next row
+    for (uint64_t k = t; k < len; k += blockDim.x) y[k * inner] = y[k * inner] / total;
+    __syncthreads();  // red is reused by the next line
   }
 }
 
@@ -132,9 +141,10 @@ extern "C" hipError_t md__hip_softmax(hipStream_t s, const float *in, float *o, 
                                       uint64_t len, uint64_t inner, float beta) {
   if (outer == 0 || len == 0 || inner == 0) return hipSuccess;
   md__hip_launch_begin();
-  if (inner == 1 && len >= 64) {
-    hipLaunchKernelGGL(softmax_rows, dim3(md__hip_blocks(outer, 1)), dim3(MD_HIP_THREADS), 0, s,
-                       in, o, outer, len, beta);
+  const uint64_t lines = outer * inner;
+  if (len >= 64 && (inner == 1 || lines <= SOFTMAX_FEW_LINES)) {
+    hipLaunchKernelGGL(softmax_lines, dim3(md__hip_blocks(lines, 1)), dim3(MD_HIP_THREADS), 0, s,
+                       in, o, outer, len, inner, beta);
   } else {
     hipLaunchKernelGGL(softmax_cols, dim3(md__hip_blocks(outer * inner, MD_HIP_THREADS)),
                        dim3(MD_HIP_THREADS), 0, s, in, o, outer, len, inner, beta);

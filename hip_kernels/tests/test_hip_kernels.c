@@ -215,6 +215,7 @@ Test(hip_kernels, softmax_matches_the_host_along_every_axis) {
   check(b, "SOFTMAX", 3, (arg[]){T(4, 16), f32(2.0f), i32(0)}, TOL_SOFTMAX);
   check(b, "SOFTMAX", 3, (arg[]){T(3, 10), f32(1.0f), i32(-1)}, TOL_SOFTMAX);
   check(b, "SOFTMAX", 2, (arg[]){T(2, 100000), f32(0.1f)}, TOL_SOFTMAX);
+  check(b, "SOFTMAX", 3, (arg[]){T(4, 20000, 3), f32(1.0f), i32(1)}, TOL_SOFTMAX); /* long axis, few lines */
   md_hip_backend()->close(b);
 }
 
