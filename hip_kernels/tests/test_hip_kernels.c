@@ -228,3 +228,99 @@ Test(hip_kernels, reshape_and_concatenation_match_the_host) {
   check(b, "CONCATENATION", 2, (arg[]){T(1000), i32(0)}, TOL_EXACT);
   md_hip_backend()->close(b);
 }
+
+/* ---- random shapes ---- */
+
+static uint64_t shape_seed = 0xC0FFEE123456789u;
+static uint32_t urand(uint32_t lo, uint32_t hi) { /* uniform in [lo, hi] */
+  shape_seed ^= shape_seed << 13;
+  shape_seed ^= shape_seed >> 7;
+  shape_seed ^= shape_seed << 17;
+  return lo + (uint32_t)((shape_seed >> 33) % (hi - lo + 1));
+}
+
+static void random_dims(uint32_t rank, uint32_t *d, uint32_t max) {
+  for (uint32_t i = 0; i < rank; i++) d[i] = urand(1, max);
+}
+
+/* One random case of a random operation; returns its name for the log. */
+static const char *random_case(md_backend *b) {
+  uint32_t da[MD_MAX_RANK], db[MD_MAX_RANK], r;
+  int32_t act = (int32_t)urand(0, 3);
+  switch (urand(0, 6)) {
+  case 0: { /* ADD/SUB/MUL with numpy broadcasting: b is a suffix of a with some dims 1, or a is */
+    static const char *const ops[] = {"ADD", "SUB", "MUL"};
+    const char *op = ops[urand(0, 2)];
+    r = urand(1, 5);
+    random_dims(r, da, 7);
+    uint32_t rb = urand(1, r);
+    for (uint32_t i = 0; i < rb; i++) db[i] = urand(0, 2) ? da[r - rb + i] : 1;
+    for (uint32_t i = 0; i < r; i++) /* broadcast a along some axes b keeps */
+      if (i >= r - rb && db[i - (r - rb)] != 1 && urand(0, 4) == 0) da[i] = 1;
+    if (urand(0, 1))
+      check(b, op, 3, (arg[]){tensor(r, da), tensor(rb, db), i32(act)}, TOL_EXACT);
+    else
+      check(b, op, 3, (arg[]){tensor(rb, db), tensor(r, da), i32(act)}, TOL_EXACT);
+    return op;
+  }
+  case 1:
+    r = urand(1, 4);
+    random_dims(r, da, 40);
+    check(b, "RELU", 1, (arg[]){tensor(r, da)}, TOL_EXACT);
+    return "RELU";
+  case 2: { /* FULLY_CONNECTED: input [batch..., isz], weights [units, isz] */
+    const uint32_t isz = urand(1, 70), units = urand(1, 40);
+    r = urand(2, 3);
+    random_dims(r - 1, da, 12);
+    da[r - 1] = isz;
+    check(b, "FULLY_CONNECTED", 4,
+          (arg[]){tensor(r, da), tensor(2, (uint32_t[]){units, isz}), tensor(1, (uint32_t[]){units}), i32(act)},
+          TOL_EXACT);
+    return "FULLY_CONNECTED";
+  }
+  case 3: { /* SOFTMAX along a random axis (long ones now and then) */
+    r = urand(1, 4);
+    random_dims(r, da, 9);
+    int32_t axis = (int32_t)urand(0, r - 1);
+    if (urand(0, 3) == 0) da[axis] = urand(64, 700);
+    if (urand(0, 1)) axis -= (int32_t)r;
+    check(b, "SOFTMAX", 3, (arg[]){tensor(r, da), f32((float)urand(1, 8) * 0.25f), i32(axis)}, TOL_SOFTMAX);
+    return "SOFTMAX";
+  }
+  case 4: { /* CONCATENATION of 1..4 inputs along a random axis */
+    r = urand(1, 4);
+    random_dims(r, da, 6);
+    const uint32_t axis = urand(0, r - 1), n = urand(1, 4);
+    arg a[5];
+    for (uint32_t i = 0; i < n; i++) {
+      memcpy(db, da, sizeof db);
+      db[axis] = urand(1, 6);
+      a[i] = tensor(r, db);
+    }
+    a[n] = i32(urand(0, 1) ? (int32_t)axis : (int32_t)axis - (int32_t)r);
+    check(b, "CONCATENATION", n + 1, a, TOL_EXACT);
+    return "CONCATENATION";
+  }
+  default: { /* RESHAPE to [-1, last] */
+    r = urand(1, 4);
+    random_dims(r, da, 9);
+    check(b, "RESHAPE", 2, (arg[]){tensor(r, da), ints(2, (const int32_t[]){-1, (int32_t)da[r - 1]})}, TOL_EXACT);
+    return "RESHAPE";
+  }
+  }
+}
+
+/* Every kernel against the host on 600 random shapes (ranks 1-5, broadcasts both ways, every
+ * activation, random softmax axes, 1-4 concatenated inputs). */
+Test(hip_kernels, random_shapes_match_the_host) {
+  md_backend *b = hip_open_or_skip(0);
+  unsigned counts[7] = {0};
+  static const char *const kinds[] = {"ADD", "SUB", "MUL", "RELU", "FULLY_CONNECTED", "SOFTMAX", "CONCATENATION"};
+  for (int i = 0; i < 600; i++) {
+    const char *k = random_case(b);
+    for (int j = 0; j < 7; j++) counts[j] += strcmp(k, kinds[j]) == 0;
+  }
+  cr_log_info("random shapes: ADD %u SUB %u MUL %u RELU %u FC %u SOFTMAX %u CONCAT %u (rest RESHAPE)", counts[0],
+              counts[1], counts[2], counts[3], counts[4], counts[5], counts[6]);
+  md_hip_backend()->close(b);
+}
