@@ -19,6 +19,7 @@
 #define EVENT_MAGIC 0x56454d48u  /* "HMEV" */
 #define DEVICE_ALIGN 256u
 #define FRESH_BYTE 0xDB          /* what new device memory holds: not zero */
+#define PINNED_MAX ((size_t)64 << 30) /* the largest hipHostMalloc served */
 #define LOG_LEN 64
 
 /* ---- state ---- */
@@ -752,8 +753,10 @@ hipError_t hipHostMalloc(void **ptr, size_t size, unsigned int flags) {
     *ptr = NULL;
     return hipSuccess;
   }
+  /* Pinned memory is bounded like the device's (the host's allocator is not asked for absurd
+   * sizes: under ASan that aborts instead of failing). */
   const size_t page = 4096, rounded = (size + page - 1) / page * page;
-  void *p = rounded >= size ? aligned_alloc(page, rounded) : NULL;
+  void *p = rounded >= size && rounded <= PINNED_MAX ? aligned_alloc(page, rounded) : NULL;
   pthread_mutex_lock(&G.lock);
   int ok = p && ranges_add(&G.host, p, size) == 0;
   pthread_mutex_unlock(&G.lock);
