@@ -14,7 +14,8 @@
  *   - a kernel launch is checked (grid and block limits: hipErrorInvalidConfiguration) and
  *     queued; on its stream's thread every block runs, and in each block every thread runs as a
  *     fiber with its own stack: __syncthreads is a real barrier (a block whose threads do not all
- *     reach it is a kernel fault), __shared__ memory is shared by the block's threads;
+ *     reach it is a kernel fault), __shared__ memory is shared by the block's threads (one
+ *     launch of a given kernel function runs at a time; different kernels run side by side);
  *   - errors follow the CUDA runtime's model (the strictest of the two runtimes): every failing
  *     call records its error as the calling thread's last error (hipErrorNotReady included)
  *     until hipGetLastError reads it; a fatal error ("sticky": illegal address, launch failure,
@@ -187,9 +188,19 @@ typedef struct md__hipcpu_u3 {
 /* What a running GPU thread sees: its index, its block's, the launch's geometry. */
 typedef struct md__hipcpu_kctx {
   md__hipcpu_u3 tid, bid, bdim, gdim;
+  uint32_t magic; /* MD__HIPCPU_KCTX_MAGIC */
 } md__hipcpu_kctx;
-/* The running GPU thread of this OS thread (set by the layer around each fiber switch). */
-extern __thread const md__hipcpu_kctx *md__hipcpu_self;
+#define MD__HIPCPU_KCTX_MAGIC 0x4B435458u
+/* Every GPU thread runs on a stack of MD__HIPCPU_STACK bytes aligned to its size, whose top
+ * slot (MD__HIPCPU_SLOT bytes below the end) points at the thread's md__hipcpu_kctx. */
+#define MD__HIPCPU_STACK (UINT64_C(256) << 10)
+#define MD__HIPCPU_SLOT 64u
+/* The running GPU thread's context, found from the stack pointer (only inside a kernel). */
+static inline const md__hipcpu_kctx *md__hipcpu_ctx(void) {
+  const uintptr_t top = ((uintptr_t)__builtin_frame_address(0) & ~(uintptr_t)(MD__HIPCPU_STACK - 1)) +
+                        (uintptr_t)MD__HIPCPU_STACK;
+  return *(const md__hipcpu_kctx *const *)(top - MD__HIPCPU_SLOT);
+}
 void md__hipcpu_syncthreads(void);
 /* Queues body(ctx) as a kernel of `name` on s with the given geometry; destroy(ctx) is called
  * once the kernel ran or was refused. The launch's error is recorded as the thread's last error
@@ -218,13 +229,14 @@ struct alignas(16) float4 {
 #define __global__
 #define __device__
 #define __host__
-/* One copy per OS thread: a block's threads are fibers of one stream thread, so they share it;
- * kernels running at the same time on other streams have their own. */
-#define __shared__ static thread_local
-#define threadIdx (md__hipcpu_self->tid)
-#define blockIdx (md__hipcpu_self->bid)
-#define blockDim (md__hipcpu_self->bdim)
-#define gridDim (md__hipcpu_self->gdim)
+/* One copy per kernel function, shared by the threads of the block running: the layer runs one
+ * launch of a kernel function at a time (launches of different kernels run side by side). Not
+ * thread_local: in a shared object every access would be a __tls_get_addr call. */
+#define __shared__ static
+#define threadIdx (md__hipcpu_ctx()->tid)
+#define blockIdx (md__hipcpu_ctx()->bid)
+#define blockDim (md__hipcpu_ctx()->bdim)
+#define gridDim (md__hipcpu_ctx()->gdim)
 
 static inline void __syncthreads(void) { md__hipcpu_syncthreads(); }
 

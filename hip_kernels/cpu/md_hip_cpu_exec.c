@@ -38,7 +38,11 @@
 #include <sanitizer/common_interface_defs.h>
 #endif
 
-#define STACK_BYTES (256u << 10) /* per GPU thread; committed only as touched */
+/* Each GPU thread's stack is MD__HIPCPU_STACK bytes aligned to its size: a guard page at the
+ * bottom, the fiber's pointer in the slot at the top (md_hip_cpu.h), so a kernel finds its own
+ * thread from its stack pointer: no thread-local variable on the hot path (in a shared object
+ * each access is a __tls_get_addr call, which ASan intercepts: half the layer's time). */
+#define STACK_BYTES MD__HIPCPU_STACK
 #define MAX_EXECUTORS 4u         /* kernels running at once; more wait */
 #define MAX_THREADS 1024u        /* per block (the launch check refuses more) */
 
@@ -140,17 +144,17 @@ static void ctx_swap(fctx *from, fctx *to) {
 struct executor;
 
 typedef struct fiber {
+  md__hipcpu_kctx kctx; /* first: the stack's slot points at the fiber and at its kctx */
   fctx uc;
   struct executor *x;
-  char *map;           /* guard page + stack */
-  size_t map_len;
-  md__hipcpu_kctx kctx;
+  char *map;           /* guard page + stack, STACK_BYTES, aligned to STACK_BYTES */
   fstate state;
   void *asan_fake;     /* ASan's fake stack of this fiber while it is switched out */
 } fiber;
 
 typedef struct executor {
   fctx main;                   /* the stream thread's context while a fiber runs */
+  size_t page;
   const void *main_bottom;    /* its stack, for ASan */
   size_t main_size;
   fiber **f;
@@ -160,8 +164,22 @@ typedef struct executor {
   struct executor *next;
 } executor;
 
-__thread const md__hipcpu_kctx *md__hipcpu_self;
-static __thread fiber *cur;
+/* One launch of a kernel function at a time: its __shared__ arrays are plain statics (see
+ * md_hip_cpu.h). Keyed by the kernel's name; a collision only serializes two kernels more. */
+#define KERNEL_LOCKS 64u
+static pthread_mutex_t kernel_locks[KERNEL_LOCKS];
+static pthread_once_t kernel_locks_once = PTHREAD_ONCE_INIT;
+
+static void kernel_locks_init(void) {
+  for (unsigned i = 0; i < KERNEL_LOCKS; i++) pthread_mutex_init(&kernel_locks[i], NULL);
+}
+
+static pthread_mutex_t *kernel_lock(const char *name) {
+  uint32_t h = 2166136261u;
+  for (const unsigned char *p = (const unsigned char *)name; *p; p++) h = (h ^ *p) * 16777619u;
+  pthread_once(&kernel_locks_once, kernel_locks_init);
+  return &kernel_locks[h % KERNEL_LOCKS];
+}
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t pool_cond = PTHREAD_COND_INITIALIZER;
@@ -171,18 +189,14 @@ static unsigned pool_count;
 /* ---- switching ---- */
 
 static void to_fiber(executor *x, fiber *f) {
-  cur = f;
-  md__hipcpu_self = &f->kctx;
 #ifdef HIPCPU_ASAN
   void *fake = NULL;
-  __sanitizer_start_switch_fiber(&fake, f->map + getpagesize(), f->map_len - (size_t)getpagesize());
+  __sanitizer_start_switch_fiber(&fake, f->map + x->page, STACK_BYTES - x->page);
 #endif
   ctx_swap(&x->main, &f->uc);
 #ifdef HIPCPU_ASAN
   __sanitizer_finish_switch_fiber(fake, NULL, NULL);
 #endif
-  cur = NULL;
-  md__hipcpu_self = NULL;
 }
 
 /* From fiber f back to its executor's stream thread; returns when f is resumed. */
@@ -201,8 +215,8 @@ static void to_main(fiber *f) {
 /* __syncthreads: the calling GPU thread waits at its block's barrier; the executor resumes it
  * once every thread of the block is there. Outside a kernel it is a programming error. */
 void md__hipcpu_syncthreads(void) {
-  fiber *f = cur;
-  if (!f) {
+  fiber *f = (fiber *)(uintptr_t)md__hipcpu_ctx();
+  if (f->kctx.magic != MD__HIPCPU_KCTX_MAGIC) {
     fprintf(stderr, "hipcpu: __syncthreads called outside a kernel\n");
     abort();
   }
@@ -227,16 +241,22 @@ static void fiber_main(void *arg) {
 static fiber *fiber_new(executor *x) {
   fiber *f = calloc(1, sizeof *f);
   if (!f) return NULL;
-  size_t page = (size_t)getpagesize();
-  f->map_len = STACK_BYTES + page;
-  f->map = mmap(NULL, f->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (f->map == MAP_FAILED) {
+  /* Twice the size, then trimmed to a STACK_BYTES-aligned region. */
+  char *m = mmap(NULL, 2 * (size_t)STACK_BYTES, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) {
     free(f);
     return NULL;
   }
-  (void)mprotect(f->map, page, PROT_NONE); /* a stack overflow faults instead of corrupting */
+  char *a = (char *)(((uintptr_t)m + STACK_BYTES - 1) & ~(uintptr_t)(STACK_BYTES - 1));
+  if (a > m) munmap(m, (size_t)(a - m));
+  if (a + STACK_BYTES < m + 2 * (size_t)STACK_BYTES) munmap(a + STACK_BYTES, (size_t)(m + 2 * (size_t)STACK_BYTES - (a + STACK_BYTES)));
+  f->map = a;
+  (void)mprotect(a, x->page, PROT_NONE); /* a stack overflow faults instead of corrupting */
+  *(md__hipcpu_kctx **)(a + STACK_BYTES - MD__HIPCPU_SLOT) = &f->kctx; /* = f: its first member */
+  f->kctx.magic = MD__HIPCPU_KCTX_MAGIC;
   f->x = x;
-  ctx_make(&f->uc, f->map + page, STACK_BYTES, fiber_main, f);
+  ctx_make(&f->uc, a + x->page, STACK_BYTES - x->page - MD__HIPCPU_SLOT, fiber_main, f);
   f->state = F_DONE;
   return f;
 }
@@ -245,9 +265,9 @@ static fiber *fiber_new(executor *x) {
 static void fiber_free(fiber *f) {
 #ifdef HIPCPU_ASAN
   /* Frames left on the stack keep their redzones poisoned; the pages may be mapped again. */
-  __asan_unpoison_memory_region(f->map, f->map_len);
+  __asan_unpoison_memory_region(f->map, STACK_BYTES);
 #endif
-  munmap(f->map, f->map_len);
+  munmap(f->map, STACK_BYTES);
   free(f);
 }
 
@@ -261,6 +281,7 @@ static executor *executor_get(uint32_t nthreads) {
   else pool_count++;
   pthread_mutex_unlock(&pool_lock);
   if (!x && !(x = calloc(1, sizeof *x))) goto oom;
+  x->page = (size_t)getpagesize();
   if (x->cap < nthreads) {
     fiber **v = realloc(x->f, nthreads * sizeof *v);
     if (!v) goto oom;
@@ -286,6 +307,24 @@ static void executor_put(executor *x) {
   pool_free = x;
   pthread_cond_signal(&pool_cond);
   pthread_mutex_unlock(&pool_lock);
+}
+
+/* When the layer is unloaded (a driver dlclose'd) or the process exits: the parked executors
+ * and their stacks go (LeakSanitizer would report them once the module's statics are gone).
+ * Executors in use by a kernel still running are left alone. */
+__attribute__((destructor)) static void pool_fini(void) {
+  pthread_mutex_lock(&pool_lock);
+  executor *x = pool_free;
+  pool_free = NULL;
+  for (executor *y = x; y; y = y->next) pool_count--;
+  pthread_mutex_unlock(&pool_lock);
+  while (x) {
+    executor *next = x->next;
+    for (uint32_t i = 0; i < x->n; i++) fiber_free(x->f[i]);
+    free(x->f);
+    free(x);
+    x = next;
+  }
 }
 
 /* ---- running a kernel ---- */
@@ -327,6 +366,8 @@ int md__hipcpu_exec(const char *name, const uint32_t grid[3], const uint32_t blo
     snprintf(msg, msglen, "kernel %s: %" PRIu32 " threads per block", name, n);
     return -1;
   }
+  pthread_mutex_t *klock = kernel_lock(name);
+  pthread_mutex_lock(klock);
   executor *x = executor_get(n);
   x->body = body;
   x->ctx = ctx;
@@ -356,5 +397,6 @@ int md__hipcpu_exec(const char *name, const uint32_t grid[3], const uint32_t blo
   x->body = NULL;
   x->ctx = NULL;
   executor_put(x);
+  pthread_mutex_unlock(klock);
   return rc;
 }
