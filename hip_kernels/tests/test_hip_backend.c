@@ -1,5 +1,8 @@
-/* test_hip_backend.c - the hip backend behind md_backend_ops: opening without a GPU (runs
- * everywhere), and on a GPU memory, copies, streams and events. GPU tests skip without one. */
+/* test_hip_backend.c - the hip backend behind md_backend_ops: memory (zero-filled, bounded by
+ * the bytes requested), copies, streams and events, launches, device loss, kernel
+ * registration. Built on the CPU execution layer (hipcpu_test_hip_backend: every test runs, and
+ * those needing the layer's hooks are compiled in) and on a GPU (hip_test_hip_backend: tests
+ * skip where no GPU answers). */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <stdint.h>
