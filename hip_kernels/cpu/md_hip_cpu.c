@@ -154,6 +154,8 @@ static hipError_t enter(md_hipcpu_site site) {
   return hipSuccess;
 }
 
+/* Thread-safe (the calling thread's error): the sticky error if any (never cleared), else the
+ * last error recorded on this thread, which it clears. */
 hipError_t hipGetLastError(void) {
   hipError_t s = sticky_error();
   if (s != hipSuccess) return s;
@@ -162,11 +164,13 @@ hipError_t hipGetLastError(void) {
   return e;
 }
 
+/* As hipGetLastError, without clearing. */
 hipError_t hipPeekAtLastError(void) {
   hipError_t s = sticky_error();
   return s != hipSuccess ? s : last_err;
 }
 
+/* Thread-safe; static strings ("hipErrorUnknown" for a value not in the enum). */
 const char *hipGetErrorName(hipError_t e) {
   switch (e) {
 #define N(x) \
@@ -185,6 +189,7 @@ const char *hipGetErrorName(hipError_t e) {
   return "hipErrorUnknown";
 }
 
+/* Thread-safe; static strings, worded as the CUDA runtime words them. */
 const char *hipGetErrorString(hipError_t e) {
   switch (e) {
   case hipSuccess: return "no error";
@@ -463,6 +468,8 @@ static hipError_t device_sync(void) {
   return hipSuccess;
 }
 
+/* Thread-safe. A stream and its thread, owned by the caller until hipStreamDestroy. Fails with
+ * the sticky or injected error, hipErrorInvalidValue (flags), hipErrorOutOfMemory. */
 hipError_t hipStreamCreateWithFlags(hipStream_t *out, unsigned int flags) {
   hipError_t e = enter(MD_HIPCPU_STREAM);
   if (e != hipSuccess) return e;
@@ -499,6 +506,8 @@ hipError_t hipStreamDestroy(hipStream_t s) {
   return rec(sticky_error());
 }
 
+/* Thread-safe. Waits for what s had queued when called; then the sticky error, if the work
+ * (or anything else) lost the device. */
 hipError_t hipStreamSynchronize(hipStream_t s) {
   hipError_t e = enter(MD_HIPCPU_SYNC);
   if (e != hipSuccess) return e;
@@ -510,6 +519,7 @@ hipError_t hipStreamSynchronize(hipStream_t s) {
   return rec(sticky_error()); /* what the stream's work did to the device */
 }
 
+/* Thread-safe. Waits for what every stream had queued when called. */
 hipError_t hipDeviceSynchronize(void) {
   hipError_t e = enter(MD_HIPCPU_SYNC);
   if (e != hipSuccess) return e;
@@ -517,6 +527,7 @@ hipError_t hipDeviceSynchronize(void) {
   return rec(sticky_error());
 }
 
+/* Thread-safe. A held stream's destroy or synchronization waits for the release. */
 void md_hipcpu_stream_hold(hipStream_t s, int hold) {
   hipError_t e;
   if (!(s = stream_of(s, &e))) return;
@@ -546,7 +557,8 @@ hipError_t hipEventCreateWithFlags(hipEvent_t *out, unsigned int flags) {
 
 hipError_t hipEventCreate(hipEvent_t *out) { return hipEventCreateWithFlags(out, hipEventDefault); }
 
-/* Released once no queued record or wait refers to it. */
+/* Thread-safe. The handle dies now; the event is released once no queued record or wait
+ * refers to it. */
 hipError_t hipEventDestroy(hipEvent_t e) {
   if (!e || e->magic != EVENT_MAGIC) return rec(hipErrorInvalidHandle);
   atomic_fetch_sub(&n_events, 1);
@@ -554,6 +566,8 @@ hipError_t hipEventDestroy(hipEvent_t e) {
   return rec(sticky_error());
 }
 
+/* Thread-safe. Queues a record of e on s; e is complete once s reaches it (its latest record
+ * decides). */
 hipError_t hipEventRecord(hipEvent_t e, hipStream_t s) {
   hipError_t r = enter(MD_HIPCPU_EVENT);
   if (r != hipSuccess) return r;
@@ -571,6 +585,7 @@ hipError_t hipEventRecord(hipEvent_t e, hipStream_t s) {
   return hipSuccess;
 }
 
+/* Thread-safe. What s queues next waits for e's latest record at this call (none: no wait). */
 hipError_t hipStreamWaitEvent(hipStream_t s, hipEvent_t e, unsigned int flags) {
   hipError_t r = enter(MD_HIPCPU_SITES);
   if (r != hipSuccess) return r;
@@ -594,6 +609,8 @@ hipError_t hipStreamWaitEvent(hipStream_t s, hipEvent_t e, unsigned int flags) {
   return hipSuccess;
 }
 
+/* Thread-safe. hipSuccess once e's latest record completed, else hipErrorNotReady (recorded as
+ * the last error, as every failing call's). */
 hipError_t hipEventQuery(hipEvent_t e) {
   hipError_t r = enter(MD_HIPCPU_SYNC);
   if (r != hipSuccess) return r;
@@ -604,6 +621,7 @@ hipError_t hipEventQuery(hipEvent_t e) {
   return rec(ready ? sticky_error() : hipErrorNotReady);
 }
 
+/* Thread-safe. Waits for e's latest record at this call. */
 hipError_t hipEventSynchronize(hipEvent_t e) {
   hipError_t r = enter(MD_HIPCPU_SYNC);
   if (r != hipSuccess) return r;
@@ -615,6 +633,8 @@ hipError_t hipEventSynchronize(hipEvent_t e) {
   return rec(sticky_error());
 }
 
+/* Thread-safe. Milliseconds between the two events' completions; hipErrorNotReady before,
+ * hipErrorInvalidHandle for an event without timing. */
 hipError_t hipEventElapsedTime(float *ms, hipEvent_t start, hipEvent_t stop) {
   hipError_t r = enter(MD_HIPCPU_SITES);
   if (r != hipSuccess) return r;
@@ -646,12 +666,14 @@ hipError_t hipGetDeviceCount(int *count) {
   return hipSuccess;
 }
 
+/* Thread-safe. Device 0 only (hipErrorInvalidDevice). */
 hipError_t hipSetDevice(int device) {
   hipError_t e = enter(MD_HIPCPU_DEVICE);
   if (e != hipSuccess) return e;
   return device == 0 ? hipSuccess : rec(hipErrorInvalidDevice);
 }
 
+/* Thread-safe. Always device 0. */
 hipError_t hipGetDevice(int *device) {
   hipError_t e = enter(MD_HIPCPU_SITES);
   if (e != hipSuccess) return e;
@@ -660,6 +682,7 @@ hipError_t hipGetDevice(int *device) {
   return hipSuccess;
 }
 
+/* Thread-safe. Writes the NUL-terminated name, truncated to len. */
 hipError_t hipDeviceGetName(char *name, int len, int device) {
   hipError_t e = enter(MD_HIPCPU_DEVICE);
   if (e != hipSuccess) return e;
@@ -669,6 +692,7 @@ hipError_t hipDeviceGetName(char *name, int len, int device) {
   return hipSuccess;
 }
 
+/* Thread-safe. The three attributes md_hip_compat.h maps. */
 hipError_t hipDeviceGetAttribute(int *value, hipDeviceAttribute_t attr, int device) {
   hipError_t e = enter(MD_HIPCPU_SITES);
   if (e != hipSuccess) return e;
@@ -682,6 +706,7 @@ hipError_t hipDeviceGetAttribute(int *value, hipDeviceAttribute_t attr, int devi
   return rec(hipErrorInvalidValue);
 }
 
+/* Thread-safe. The capacity and what live allocations leave of it. */
 hipError_t hipMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
   hipError_t e = enter(MD_HIPCPU_DEVICE);
   if (e != hipSuccess) return e;
@@ -693,6 +718,7 @@ hipError_t hipMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
   return hipSuccess;
 }
 
+/* Thread-safe; live allocations stay (free may read 0 until they go). */
 void md_hipcpu_set_memory(uint64_t bytes) {
   pthread_mutex_lock(&G.lock);
   G.mem_total = bytes;
@@ -745,6 +771,7 @@ hipError_t hipFree(void *ptr) {
   return rec(sticky_error());
 }
 
+/* Thread-safe. "Pinned" host memory owned by the caller until hipHostFree (up to PINNED_MAX). */
 hipError_t hipHostMalloc(void **ptr, size_t size, unsigned int flags) {
   hipError_t e = enter(MD_HIPCPU_HOST_MALLOC);
   if (e != hipSuccess) return e;
@@ -768,6 +795,7 @@ hipError_t hipHostMalloc(void **ptr, size_t size, unsigned int flags) {
   return hipSuccess;
 }
 
+/* Thread-safe. As hipFree, for hipHostMalloc's memory. */
 hipError_t hipHostFree(void *ptr) {
   if (!ptr) return rec(sticky_error());
   hipError_t e = device_sync();
@@ -795,6 +823,8 @@ static int is_pinned(const void *p, size_t n) {
   return r;
 }
 
+/* Thread-safe. Queues a copy on s; device sides must lie inside one live allocation
+ * (hipErrorInvalidValue). With pageable host memory it returns once the copy is done. */
 hipError_t hipMemcpyAsync(void *dst, const void *src, size_t n, hipMemcpyKind kind, hipStream_t s) {
   hipError_t e = enter(MD_HIPCPU_COPY);
   if (e != hipSuccess) return e;
@@ -828,12 +858,14 @@ hipError_t hipMemcpyAsync(void *dst, const void *src, size_t n, hipMemcpyKind ki
   return hipSuccess;
 }
 
+/* Thread-safe. A copy on the NULL stream, then its synchronization. */
 hipError_t hipMemcpy(void *dst, const void *src, size_t n, hipMemcpyKind kind) {
   hipError_t e = hipMemcpyAsync(dst, src, n, kind, NULL);
   if (e != hipSuccess) return e;
   return hipStreamSynchronize(NULL);
 }
 
+/* Thread-safe. Queues a memset of device memory on s (checked as copies are). */
 hipError_t hipMemsetAsync(void *dst, int value, size_t n, hipStream_t s) {
   hipError_t e = enter(MD_HIPCPU_COPY);
   if (e != hipSuccess) return e;
@@ -852,6 +884,8 @@ hipError_t hipMemsetAsync(void *dst, int value, size_t n, hipStream_t s) {
 
 /* ---- launches ---- */
 
+/* Thread-safe (see md_hip_cpu.h). Checks, logs and queues a launch; the error, if any, is the
+ * calling thread's last error; ctx is destroyed once run or refused. */
 void md__hipcpu_launch(const char *name, const uint32_t grid[3], const uint32_t block[3], size_t shmem,
                        hipStream_t s, void (*body)(void *), void (*destroy)(void *), void *ctx) {
   hipError_t e = enter(MD_HIPCPU_LAUNCH);
@@ -899,14 +933,17 @@ void md_hipcpu_fail(md_hipcpu_site site, uint64_t nth, hipError_t e) {
   pthread_mutex_unlock(&G.lock);
 }
 
+/* Thread-safe; the first fatal error stays the device's. */
 void md_hipcpu_lose_device(hipError_t e) { lose(e); }
 
+/* Thread-safe; launches already queued still run. */
 void md_hipcpu_set_dry_run(int on) {
   pthread_mutex_lock(&G.lock);
   G.dry_run = on != 0;
   pthread_mutex_unlock(&G.lock);
 }
 
+/* Thread-safe; a snapshot (counters of concurrent work may be mid-update). */
 void md_hipcpu_stats_get(md_hipcpu_stats *out) {
   memset(out, 0, sizeof *out);
   pthread_mutex_lock(&G.lock);
@@ -922,6 +959,7 @@ void md_hipcpu_stats_get(md_hipcpu_stats *out) {
   out->barriers = atomic_load(&n_barriers);
 }
 
+/* Thread-safe. Copies; the log keeps the last LOG_LEN launches of the process. */
 int md_hipcpu_launches(md_hipcpu_launch *out, int max) {
   pthread_mutex_lock(&G.lock);
   int n = 0;
@@ -931,12 +969,14 @@ int md_hipcpu_launches(md_hipcpu_launch *out, int max) {
   return n;
 }
 
+/* Thread-safe. */
 void md_hipcpu_launches_clear(void) {
   pthread_mutex_lock(&G.lock);
   G.log_n = 0;
   pthread_mutex_unlock(&G.lock);
 }
 
+/* Thread-safe: a copy in the calling thread's buffer, valid until its next call. */
 const char *md_hipcpu_fault_message(void) {
   static __thread char copy[256];
   pthread_mutex_lock(&G.lock);
