@@ -446,7 +446,7 @@ static void count_copy(md_backend *b, uint64_t n) {
 
 static md_status hip_write(md_backend *b, md_stream *s, md_devptr dst, uint64_t off, const void *src, uint64_t n,
                            char *err, size_t errlen) {
-  uint8_t *d;
+  uint8_t *d = NULL;
   md_status st = lost_check(b, err, errlen);
   if (st == MD_NONE) st = span(b, "write", dst, off, n, &d, err, errlen);
   if (st != MD_NONE || n == 0) return st;
@@ -463,7 +463,7 @@ static md_status hip_write(md_backend *b, md_stream *s, md_devptr dst, uint64_t 
 
 static md_status hip_read(md_backend *b, md_stream *s, void *dst, md_devptr src, uint64_t off, uint64_t n,
                           char *err, size_t errlen) {
-  uint8_t *a;
+  uint8_t *a = NULL;
   md_status st = lost_check(b, err, errlen);
   if (st == MD_NONE) st = span(b, "read", src, off, n, &a, err, errlen);
   if (st != MD_NONE || n == 0) return st;
@@ -480,7 +480,7 @@ static md_status hip_read(md_backend *b, md_stream *s, void *dst, md_devptr src,
 
 static md_status hip_copy(md_backend *b, md_stream *s, md_devptr dst, uint64_t doff, md_devptr src, uint64_t soff,
                           uint64_t n, char *err, size_t errlen) {
-  uint8_t *d, *a;
+  uint8_t *d = NULL, *a = NULL;
   md_status st = lost_check(b, err, errlen);
   if (st == MD_NONE) st = span(b, "copy destination", dst, doff, n, &d, err, errlen);
   if (st == MD_NONE) st = span(b, "copy source", src, soff, n, &a, err, errlen);
