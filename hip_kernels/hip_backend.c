@@ -4,7 +4,8 @@
  * Memory: md_devptr values are the device addresses themselves (kernel_ptr is the identity),
  * handed out by a caching size-class pool over hipMalloc'd slabs (hip_pool.c): no hipMalloc or
  * hipFree on the execute path once warm. New blocks are zero-filled (hipMemsetAsync) so a buffer
- * never shows an earlier one's bytes.
+ * never shows an earlier one's bytes; copies are bounded by the bytes requested, not the size
+ * class, so the class's slack (which is not zero-filled) is never reachable.
  *
  * Streams: an md_stream is one non-blocking hipStream. Calls with a NULL stream are synchronous:
  * they borrow a "channel" (a stream with its own pinned staging buffers) from a small pool,
@@ -82,18 +83,21 @@ struct md_backend {
   _Atomic uint64_t copies, bytes_copied, launches;
 };
 
+/* Remembers the device as lost with the first loss's message. */
+static void lose(md_backend *b, const char *msg) {
+  pthread_mutex_lock(&b->lost_lock);
+  if (!atomic_load(&b->lost)) {
+    snprintf(b->lost_msg, sizeof b->lost_msg, "%s", msg);
+    atomic_store_explicit(&b->lost, 1, memory_order_release);
+  }
+  pthread_mutex_unlock(&b->lost_lock);
+}
+
 /* A HIP error of `call`: the mapped status and message; a lost device is remembered. */
 static md_status hip_fail(md_backend *b, hipError_t e, const char *call, char *err, size_t errlen) {
   char msg[256];
   md_status st = md__hip_status(e, call, msg, sizeof msg);
-  if (st == MD_DEVICE_UNAVAILABLE && b) {
-    pthread_mutex_lock(&b->lost_lock);
-    if (!atomic_load(&b->lost)) {
-      snprintf(b->lost_msg, sizeof b->lost_msg, "%s", msg);
-      atomic_store(&b->lost, 1);
-    }
-    pthread_mutex_unlock(&b->lost_lock);
-  }
+  if (st == MD_DEVICE_UNAVAILABLE && b) lose(b, msg);
   return md_backend_fail(err, errlen, st, "hip: %s", msg);
 }
 
@@ -345,8 +349,9 @@ static md_status hip_open(const md_backend_params *p, md_backend **out, char *er
   }
   if (st == MD_NONE) st = md__hip_register_kernels(err, errlen);
   if (st != MD_NONE) {
-    /* A device that answers the count but fails here is still "no usable GPU". */
-    if (st == MD_GENERAL_FAILURE || st == MD_DEVICE_UNAVAILABLE) st = MD_DEVICE_UNAVAILABLE;
+    /* A device that answers the count but fails here, or kernels that cannot be registered (a
+     * user kernel holds a name), is still "no usable GPU"; out of memory stays transient. */
+    if (st != MD_RESOURCE_EXHAUSTED_TRANSIENT) st = MD_DEVICE_UNAVAILABLE;
     hip_close(b);
     return st;
   }
@@ -399,7 +404,8 @@ static md_status hip_alloc(md_backend *b, uint64_t bytes, md_devptr *out) {
   uint64_t addr = 0;
   md_status st = md__hpool_alloc(b->pool, bytes, &addr, err, sizeof err);
   if (st != MD_NONE) return st;
-  /* Zero-fill: a block handed out again must not show the previous owner's bytes. */
+  /* Zero-fill: a block handed out again must not show the previous owner's bytes. The
+   * requested bytes are all a copy can reach (span() bounds by md__hpool_block_size). */
   channel *c;
   st = channel_get(b, &c, err, sizeof err);
   if (st == MD_NONE) {
@@ -440,7 +446,7 @@ static void count_copy(md_backend *b, uint64_t n) {
 
 static md_status hip_write(md_backend *b, md_stream *s, md_devptr dst, uint64_t off, const void *src, uint64_t n,
                            char *err, size_t errlen) {
-  uint8_t *d;
+  uint8_t *d = NULL;
   md_status st = lost_check(b, err, errlen);
   if (st == MD_NONE) st = span(b, "write", dst, off, n, &d, err, errlen);
   if (st != MD_NONE || n == 0) return st;
@@ -457,7 +463,7 @@ static md_status hip_write(md_backend *b, md_stream *s, md_devptr dst, uint64_t 
 
 static md_status hip_read(md_backend *b, md_stream *s, void *dst, md_devptr src, uint64_t off, uint64_t n,
                           char *err, size_t errlen) {
-  uint8_t *a;
+  uint8_t *a = NULL;
   md_status st = lost_check(b, err, errlen);
   if (st == MD_NONE) st = span(b, "read", src, off, n, &a, err, errlen);
   if (st != MD_NONE || n == 0) return st;
@@ -474,7 +480,7 @@ static md_status hip_read(md_backend *b, md_stream *s, void *dst, md_devptr src,
 
 static md_status hip_copy(md_backend *b, md_stream *s, md_devptr dst, uint64_t doff, md_devptr src, uint64_t soff,
                           uint64_t n, char *err, size_t errlen) {
-  uint8_t *d, *a;
+  uint8_t *d = NULL, *a = NULL;
   md_status st = lost_check(b, err, errlen);
   if (st == MD_NONE) st = span(b, "copy destination", dst, doff, n, &d, err, errlen);
   if (st == MD_NONE) st = span(b, "copy source", src, soff, n, &a, err, errlen);
@@ -512,10 +518,7 @@ static md_status hip_launch(md_backend *b, md_stream *s, const md_kernel_def *k,
   call->stream = (void *)(s ? s->s : c->s);
   atomic_fetch_add_explicit(&b->launches, 1, memory_order_relaxed);
   k->run(call, st);
-  if (st->code == MD_DEVICE_UNAVAILABLE) { /* a launcher saw a lost device */
-    char m[256];
-    (void)hip_fail(b, hipErrorLaunchFailure, "kernel launch", m, sizeof m);
-  }
+  if (st->code == MD_DEVICE_UNAVAILABLE) lose(b, st->message); /* a launcher saw a lost device */
   md_status r = st->code;
   if (c) {
     err[0] = '\0';
@@ -595,13 +598,14 @@ static md_status hip_event_record(md_backend *b, md_event *e, md_stream *s) {
     HIP_TRY(b, "hipEventRecord", hipEventRecord(e->e, s->s), err, sizeof err);
     return MD_NONE;
   }
-  /* NULL stream: everything before is complete; record on an idle channel stream. */
+  /* NULL stream: everything before is complete; record on an idle channel stream and wait for
+   * the record itself, so the event is reached when this returns (a record is asynchronous: a
+   * wait with a zero timeout right after would otherwise find it not yet reached). */
   channel *c;
   if ((st = channel_get(b, &c, err, sizeof err)) != MD_NONE) return st;
   hipError_t r = hipEventRecord(e->e, c->s);
   if (r != hipSuccess) st = hip_fail(b, r, "hipEventRecord", err, sizeof err);
-  channel_put(b, c);
-  return st;
+  return channel_done(b, c, st, err, sizeof err);
 }
 
 static uint64_t now_ns(void) {

@@ -15,9 +15,10 @@ extern "C" {
  * "hip: no GPU: hipGetDeviceCount: ..." where no GPU answers. */
 const md_backend_ops *md_hip_backend(void);
 
-/* Registers the HIP kernels of the built-in operations under platform "hip" (once per process;
- * later calls return the first result). INVALID_ARGUMENT / RESOURCE_EXHAUSTED_TRANSIENT with the
- * registry's message otherwise. Called by the backend's open(). */
+/* Registers the HIP kernels of the built-in operations under platform "hip", those not
+ * registered yet by an earlier call: a failure is tried again by the next call, what succeeded
+ * stays. INVALID_ARGUMENT (a user kernel holds the name) / RESOURCE_EXHAUSTED_TRANSIENT with the
+ * registry's message otherwise. Thread-safe. Called by the backend's open(). */
 md_status md__hip_register_kernels(char *err, size_t errlen);
 
 #ifdef __cplusplus

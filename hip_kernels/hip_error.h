@@ -8,10 +8,12 @@
 #include "md/driver.h"
 #include "md_hip_rt.h"
 
-/* Maps e (not hipSuccess) to a status and writes "<call>: <text>" into msg:
+/* Maps e (not hipSuccess) to a status and writes "<call>: <text> (<name>, <code>)" into msg:
  *   out of memory                                   -> RESOURCE_EXHAUSTED_TRANSIENT
- *   no device, driver too old, a sticky kernel fault (launch failure, illegal address,
- *   uncorrectable ECC, launch timeout), runtime shutting down -> DEVICE_UNAVAILABLE (device lost)
+ *   no device, driver too old, runtime shutting down, a sticky kernel fault (launch failure,
+ *   illegal address, uncorrectable ECC, launch timeout, assert; on NVIDIA also hardware stack
+ *   error, illegal instruction, misaligned address, invalid address space, invalid PC)
+ *                                                   -> DEVICE_UNAVAILABLE (device lost)
  *   anything else                                    -> GENERAL_FAILURE */
 md_status md__hip_status(hipError_t e, const char *call, char *msg, size_t n);
 

@@ -2,7 +2,8 @@
  *
  * Each launcher queues its kernel(s) on stream `s` and returns the launch status
  * (hipGetLastError() after the launch: a bad configuration or a sticky device error; errors of
- * the kernel's execution surface at the next synchronization). Every pointer is a device
+ * the kernel's execution surface at the next synchronization). It clears the thread's last
+ * error first (md__hip_launch_begin), so an earlier unrelated failure is not reported as its own. Every pointer is a device
  * pointer aligned to 4 bytes; the callers (hip_ops.c) validated dims and buffer sizes. Counts are
  * elements, not bytes. A count of 0 launches nothing. */
 #ifndef MD_HIP_LAUNCH_H

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "hip_backend.h"
+#include "md/backend.h"
 #include "hip_error.h"
 #include "hip_launch.h"
 #include "kernels_int.h"
@@ -172,34 +173,35 @@ static const md_kernel_def *host_def(const char *name) {
   return NULL;
 }
 
-static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
-static md_status reg_status;
-static char reg_err[256];
+/* Which kernels this process has registered; a failed registration is tried again by the next
+ * call (a transient failure, or a user kernel holding the name, must not disable the backend for
+ * the life of the process). */
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static int reg_mine[K_COUNT];
 
-static void register_all(void) {
-  for (int k = 0; k < K_COUNT; k++) {
+/* Thread-safe (a mutex). Registers what is not registered yet, in order; stops at the first
+ * failure, keeping what was registered. */
+md_status md__hip_register_kernels(char *err, size_t errlen) {
+  md_status st = MD_NONE;
+  pthread_mutex_lock(&reg_lock);
+  for (int k = 0; k < K_COUNT && st == MD_NONE; k++) {
+    if (reg_mine[k]) continue;
     const md_kernel_def *h = host_def(names[k]);
     if (!h) {
-      reg_status = MD_GENERAL_FAILURE;
-      snprintf(reg_err, sizeof reg_err, "hip: no host reference kernel %s", names[k]);
-      return;
+      st = md_backend_fail(err, errlen, MD_GENERAL_FAILURE, "hip: no host reference kernel %s", names[k]);
+      break;
     }
-    host_defs[k] = h;
+    host_defs[k] = h; /* before the kernel is published: its run reads it */
     md_kernel_def d = *h;
     d.platform = "hip";
     d.run = runs[k];
     d.user = NULL;
-    md_status s = md__kernel_register_builtin(&d);
-    if (s != MD_NONE) {
-      reg_status = s;
-      snprintf(reg_err, sizeof reg_err, "hip: registering %s: %s", names[k], md_kernel_registry_error());
-      return;
-    }
+    st = md__kernel_register_builtin(&d);
+    if (st != MD_NONE)
+      (void)md_backend_fail(err, errlen, st, "hip: registering %s: %s", names[k], md_kernel_registry_error());
+    else
+      reg_mine[k] = 1;
   }
-}
-
-md_status md__hip_register_kernels(char *err, size_t errlen) {
-  pthread_once(&reg_once, register_all);
-  if (reg_status != MD_NONE && err && errlen) snprintf(err, errlen, "%s", reg_err);
-  return reg_status;
+  pthread_mutex_unlock(&reg_lock);
+  return st;
 }

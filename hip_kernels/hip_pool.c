@@ -25,13 +25,15 @@ typedef struct free_ent {
   uint32_t slab;
 } free_ent;
 
-typedef struct free_list {
+typedef struct free_list {   /* cap >= blocks: every block of the class fits, all freed */
   free_ent *v;
   uint32_t n, cap;
+  uint64_t blocks;           /* blocks of this class in live slabs */
 } free_list;
 
 typedef struct map_ent {     /* a live block: addr -> slab; addr 0 is an empty slot */
   uint64_t addr;
+  uint64_t bytes;            /* requested: what the block is zero-filled and bounded to */
   uint32_t slab;
 } map_ent;
 
@@ -88,26 +90,25 @@ static map_ent *map_find(md__hpool *p, uint64_t addr) {
   }
 }
 
-static void map_put_nogrow(map_ent *map, uint64_t cap, uint64_t addr, uint32_t s) {
-  uint64_t m = cap - 1, i = hash_addr(addr) & m;
+static void map_put_nogrow(map_ent *map, uint64_t cap, map_ent e) {
+  uint64_t m = cap - 1, i = hash_addr(e.addr) & m;
   while (map[i].addr) i = (i + 1) & m;
-  map[i].addr = addr;
-  map[i].slab = s;
+  map[i] = e;
 }
 
 /* 0, or -1 when the map cannot grow (host out of memory). */
-static int map_put(md__hpool *p, uint64_t addr, uint32_t s) {
+static int map_put(md__hpool *p, map_ent e) {
   if ((p->map_n + 1) * 2 > p->map_cap) {
     uint64_t cap = p->map_cap ? p->map_cap * 2 : 64;
     map_ent *m = calloc(cap, sizeof *m);
     if (!m) return -1;
     for (uint64_t i = 0; i < p->map_cap; i++)
-      if (p->map[i].addr) map_put_nogrow(m, cap, p->map[i].addr, p->map[i].slab);
+      if (p->map[i].addr) map_put_nogrow(m, cap, p->map[i]);
     free(p->map);
     p->map = m;
     p->map_cap = cap;
   }
-  map_put_nogrow(p->map, p->map_cap, addr, s);
+  map_put_nogrow(p->map, p->map_cap, e);
   p->map_n++;
   return 0;
 }
@@ -131,14 +132,17 @@ static void map_del(md__hpool *p, map_ent *e) {
 
 /* ---- free lists ---- */
 
-static int fl_reserve(free_list *f, uint32_t more) {
-  if (f->n + more <= f->cap) return 0;
-  uint32_t cap = f->cap ? f->cap : 16;
-  while (cap < f->n + more) cap *= 2;
-  free_ent *v = realloc(f->v, cap * sizeof *v);
+/* Room for `total` entries; -1 when the host is out of memory (or total does not fit). */
+static int fl_reserve(free_list *f, uint64_t total) {
+  if (total <= f->cap) return 0;
+  if (total > UINT32_MAX) return -1;
+  uint64_t cap = f->cap ? f->cap : 16;
+  while (cap < total) cap *= 2;
+  if (cap > UINT32_MAX) cap = UINT32_MAX;
+  free_ent *v = realloc(f->v, (size_t)cap * sizeof *v);
   if (!v) return -1;
   f->v = v;
-  f->cap = cap;
+  f->cap = (uint32_t)cap;
   return 0;
 }
 
@@ -171,6 +175,7 @@ static void slab_release(md__hpool *p, uint32_t si) {
   for (uint32_t r = 0; r < f->n; r++)
     if (f->v[r].slab != si) f->v[w++] = f->v[r];
   f->n = w;
+  f->blocks -= s->n_blocks;
   p->ops.release(p->ops.ctx, s->base);
   p->st.releases++;
   p->st.reserved -= s->bytes;
@@ -239,7 +244,8 @@ static md_status grow(md__hpool *p, uint32_t cls, uint64_t size, char *err, size
   }
   uint32_t n_blocks = (uint32_t)n_blocks64;
   uint32_t si = slab_slot(p);
-  if (si == UINT32_MAX || fl_reserve(&p->fl[cls], n_blocks) != 0)
+  /* The free list must take every block of the class at once (all freed), not only this slab's. */
+  if (si == UINT32_MAX || fl_reserve(&p->fl[cls], p->fl[cls].blocks + n_blocks) != 0)
     return md_backend_fail(err, errlen, MD_RESOURCE_EXHAUSTED_TRANSIENT, "pool metadata: host out of memory");
   uint64_t base = 0;
   md_status st = p->ops.reserve(p->ops.ctx, bytes, &base, err, errlen);
@@ -254,6 +260,7 @@ static md_status grow(md__hpool *p, uint32_t cls, uint64_t size, char *err, size
   p->st.reserved += bytes;
   p->slabs[si] = (slab){.base = base, .bytes = bytes, .cls = cls, .n_blocks = n_blocks, .n_free = n_blocks};
   free_list *f = &p->fl[cls];
+  f->blocks += n_blocks;
   /* Highest address first on the list, so blocks are handed out in address order. */
   for (uint32_t b = n_blocks; b-- > 0;) f->v[f->n++] = (free_ent){.addr = base + (uint64_t)b * size, .slab = si};
   return MD_NONE;
@@ -271,7 +278,7 @@ md_status md__hpool_alloc(md__hpool *p, uint64_t bytes, uint64_t *addr, char *er
   if (st == MD_NONE) {
     free_list *f = &p->fl[cls];
     free_ent e = f->v[f->n - 1];
-    if (map_put(p, e.addr, e.slab) != 0) {
+    if (map_put(p, (map_ent){.addr = e.addr, .bytes = bytes, .slab = e.slab}) != 0) {
       st = md_backend_fail(err, errlen, MD_RESOURCE_EXHAUSTED_TRANSIENT, "pool metadata: host out of memory");
     } else {
       f->n--;
@@ -296,7 +303,7 @@ int md__hpool_free(md__hpool *p, uint64_t addr) {
   uint32_t si = e->slab;
   slab *s = &p->slabs[si];
   map_del(p, e);
-  /* The free list has room: grow() reserved it for every block of the slab. */
+  /* The free list has room: grow() keeps it as long as the class has blocks. */
   free_list *f = &p->fl[s->cls];
   f->v[f->n++] = (free_ent){.addr = addr, .slab = si};
   s->n_free++;
@@ -309,7 +316,7 @@ int md__hpool_free(md__hpool *p, uint64_t addr) {
 uint64_t md__hpool_block_size(md__hpool *p, uint64_t addr) {
   pthread_mutex_lock(&p->lock);
   map_ent *e = addr ? map_find(p, addr) : NULL;
-  uint64_t n = e ? p->slabs[e->slab].bytes / p->slabs[e->slab].n_blocks : 0;
+  uint64_t n = e ? e->bytes : 0;
   pthread_mutex_unlock(&p->lock);
   return n;
 }

@@ -11,7 +11,8 @@
  *
  * The pool never touches the memory: reservations go through an ops table (hipMalloc/hipFree in
  * the backend, malloc/free in the tests, a failing one for fault injection). It does not scrub
- * either; the backend zero-fills what md__hpool_alloc returns.
+ * either; the backend zero-fills the requested bytes of what md__hpool_alloc returns and never
+ * lets a copy reach past them (md__hpool_block_size).
  *
  * Thread-safety: every function may be called from any thread; one mutex guards the pool
  * (reservations happen under it: they are rare by design). */
@@ -63,7 +64,9 @@ md_status md__hpool_alloc(md__hpool *p, uint64_t bytes, uint64_t *addr, char *er
 /* Returns a block to its class. 0, or -1 when addr is not a live block of this pool (nothing
  * changes). */
 int md__hpool_free(md__hpool *p, uint64_t addr);
-/* Class size of the live block at addr, 0 if there is none. */
+/* The bytes requested for the live block at addr (what md__hpool_alloc was asked for, not its
+ * class size), 0 if there is none. The backend bounds copies and zero-fills to exactly this, so
+ * the class's rounding slack is never reachable (SPEC 5: no earlier buffer's bytes). */
 uint64_t md__hpool_block_size(md__hpool *p, uint64_t addr);
 /* Releases every slab none of whose blocks is live; returns the bytes released. */
 uint64_t md__hpool_trim(md__hpool *p);

@@ -3,13 +3,16 @@
 #include "hip_common.h"
 #include "hip_launch.h"
 
-// o[p*total + off + j] = in[p*chunk + j] for p < outer, j < chunk (elements).
-__global__ void concat_part(float *o, const float *in, uint64_t outer, uint64_t chunk,
+// o[p*total + off + j] = in[p*chunk + j] for p < outer, j < chunk (elements): rows on y, a
+// row's elements on x, so no element's index is divided by the chunk to find its row.
+__global__ void concat_rows(float *o, const float *in, uint64_t outer, uint64_t chunk,
                             uint64_t total, uint64_t off) {
-  const uint64_t stride = MD_HIP_NTHREADS, n = outer * chunk;
-  for (uint64_t i = MD_HIP_TID; i < n; i += stride) {
-    const uint64_t p = i / chunk, j = i - p * chunk;
-    o[p * total + off + j] = in[i];
+  const uint64_t rstep = (uint64_t)gridDim.y * blockDim.y, cstep = (uint64_t)gridDim.x * blockDim.x;
+  for (uint64_t p = (uint64_t)blockIdx.y * blockDim.y + threadIdx.y; p < outer; p += rstep) {
+    const float *src = in + p * chunk;
+    float *dst = o + p * total + off;
+    for (uint64_t j = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; j < chunk; j += cstep)
+      dst[j] = src[j];
   }
 }
 
@@ -21,8 +24,10 @@ extern "C" hipError_t md__hip_copy(hipStream_t s, void *dst, const void *src, ui
 extern "C" hipError_t md__hip_concat_part(hipStream_t s, float *o, const float *in, uint64_t outer,
                                           uint64_t chunk, uint64_t total, uint64_t off) {
   if (outer == 0 || chunk == 0) return hipSuccess;
+  md__hip_launch_begin();
   if (outer == 1) return hipMemcpyAsync(o + off, in, chunk * 4, hipMemcpyDeviceToDevice, s);
-  hipLaunchKernelGGL(concat_part, dim3(md__hip_blocks(outer * chunk, MD_HIP_THREADS)),
-                     dim3(MD_HIP_THREADS), 0, s, o, in, outer, chunk, total, off);
+  dim3 grid, block;
+  md__hip_rows_geometry(outer, chunk, &grid, &block);
+  hipLaunchKernelGGL(concat_rows, grid, block, 0, s, o, in, outer, chunk, total, off);
   return hipGetLastError();
 }

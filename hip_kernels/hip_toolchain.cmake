@@ -61,3 +61,17 @@ if(MD_HIP_BACKEND STREQUAL "off")
 else()
   message(STATUS "mdc: HIP backend: ${MD_HIP_BACKEND} (MD_HIP=${MD_HIP})")
 endif()
+
+# The CPU execution layer (hip_kernels/cpu, docs/hip.md): the real backend and the real .hip
+# kernels (compiled as C++) over a CPU stand-in for HIP, built wherever tests are, in every
+# configuration, sanitizers included, GPU or not. C++ is enabled here (the top directory) only for
+# it: the rest of the project is C11.
+if(MD_BUILD_TESTS)
+  enable_language(CXX)
+  # GPU compilers contract a*b+c into an FMA by default; the layer compiles the kernels the same
+  # way (-ffp-contract=fast, with FMA instructions where this machine has them) so a kernel that
+  # depends on contraction differs from the host reference here as it would on a GPU.
+  include(CheckCXXSourceRuns)
+  check_cxx_source_runs("int main(void) { __builtin_cpu_init(); return __builtin_cpu_supports(\"fma\") ? 0 : 1; }"
+                        MD_HIPCPU_CPU_HAS_FMA)
+endif()

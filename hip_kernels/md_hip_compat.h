@@ -39,6 +39,15 @@ typedef enum cudaDeviceAttr hipDeviceAttribute_t;
 #define hipErrorDeinitialized cudaErrorCudartUnloading
 #define hipErrorInvalidDeviceFunction cudaErrorInvalidDeviceFunction
 #define hipErrorInvalidConfiguration cudaErrorInvalidConfiguration
+#define hipErrorLaunchOutOfResources cudaErrorLaunchOutOfResources
+#define hipErrorAssert cudaErrorAssert
+/* NVIDIA's sticky kernel faults that HIP for AMD does not have (hip_error.c: device lost). */
+#define MD_HIP_HAS_NV_FATAL 1
+#define hipErrorHardwareStackError cudaErrorHardwareStackError
+#define hipErrorIllegalInstruction cudaErrorIllegalInstruction
+#define hipErrorMisalignedAddress cudaErrorMisalignedAddress
+#define hipErrorInvalidAddressSpace cudaErrorInvalidAddressSpace
+#define hipErrorInvalidPc cudaErrorInvalidPc
 
 #define hipMemcpyHostToDevice cudaMemcpyHostToDevice
 #define hipMemcpyDeviceToHost cudaMemcpyDeviceToHost

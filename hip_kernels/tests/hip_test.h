@@ -1,5 +1,5 @@
 /* hip_test.h - private to the hip tests: opening the hip backend or skipping where no GPU
- * answers. */
+ * answers (on the CPU execution layer one always does). */
 #ifndef MD_HIP_TEST_H
 #define MD_HIP_TEST_H
 

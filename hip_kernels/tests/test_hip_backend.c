@@ -1,15 +1,26 @@
-/* test_hip_backend.c - the hip backend behind md_backend_ops: opening without a GPU (runs
- * everywhere), and on a GPU memory, copies, streams and events. GPU tests skip without one. */
+/* test_hip_backend.c - the hip backend behind md_backend_ops: memory (zero-filled, bounded by
+ * the bytes requested), copies, streams and events, launches, device loss, kernel
+ * registration. Built on the CPU execution layer (hipcpu_test_hip_backend: every test runs, and
+ * those needing the layer's hooks are compiled in) and on a GPU (hip_test_hip_backend: tests
+ * skip where no GPU answers). */
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hip_test.h"
+#include "md/status.h"
+#ifdef MD_HIP_CPU
+#include "md_hip_cpu.h" /* the CPU layer's test hooks: injected errors, held streams */
+#endif
 
 static const md_backend_ops *ops(void) { return md_hip_backend(); }
 
 Test(hip_backend, without_a_gpu_open_is_device_unavailable_naming_the_call) {
+#ifdef MD_HIP_CPU
+  md_hipcpu_fail(MD_HIPCPU_DEVICE, 1, hipErrorInsufficientDriver); /* as a machine with no driver */
+#endif
   md_backend_params p;
   memset(&p, 0, sizeof p);
   p.struct_size = sizeof p;
@@ -70,6 +81,37 @@ Test(hip_backend, new_memory_is_zero_also_when_reused) {
   for (uint64_t i = 0; i < n; i++) cr_assert_eq(h[i], 0, "reused byte %llu", (unsigned long long)i);
   ops()->free(b, p);
   free(h);
+  ops()->close(b);
+}
+
+/* SPEC 5: a new buffer never shows an earlier one's bytes, the pool's rounding slack included:
+ * the zero-fill covers the requested bytes, so copies may not reach past them either (they
+ * were bounded by the rounded-up block: a write into the slack of a 1000-byte buffer (class
+ * 1024) survived into the next buffer given that block). */
+Test(hip_backend, a_new_buffer_never_shows_an_earlier_ones_bytes_in_the_slack) {
+  md_backend *b = hip_open_or_skip(0);
+  char err[256];
+  uint8_t h[1024], g[1024];
+  md_devptr p, q;
+  cr_assert_eq(ops()->alloc(b, 1000, &p), MD_NONE);
+  memset(h, 0xAB, sizeof h);
+  md_status w = ops()->write(b, NULL, p, 0, h, 1024, err, sizeof err);
+  md_status w2 = ops()->write(b, NULL, p, 1000, h, 1, err, sizeof err);
+  ops()->free(b, p);
+  cr_assert_eq(ops()->alloc(b, 1000, &q), MD_NONE);
+  cr_assert_eq(q, p, "the pool hands the same block out again");
+  memset(g, 0x11, sizeof g);
+  md_status r = ops()->read(b, NULL, g, q, 0, 1024, err, sizeof err);
+  if (r == MD_NONE)
+    for (int i = 0; i < 1024; i++)
+      cr_assert_eq(g[i], 0, "byte %d of the new buffer is %#x, left by the earlier one", i, g[i]);
+  cr_assert_eq(w, MD_GENERAL_FAILURE, "a write past the 1000 requested bytes is refused");
+  cr_assert_eq(w2, MD_GENERAL_FAILURE);
+  cr_assert_eq(r, MD_GENERAL_FAILURE, "a read past them too");
+  cr_assert(strstr(err, "1000-byte allocation"), "%s", err);
+  cr_assert_eq(ops()->read(b, NULL, g, q, 0, 1000, err, sizeof err), MD_NONE, "%s", err);
+  for (int i = 0; i < 1000; i++) cr_assert_eq(g[i], 0, "byte %d", i);
+  ops()->free(b, q);
   ops()->close(b);
 }
 
@@ -140,5 +182,130 @@ Test(hip_backend, mem_limit_refuses_persistently_and_transiently) {
   ops()->free(b, p);
   cr_assert_eq(ops()->alloc(b, 40u << 20, &q), MD_NONE, "the freed block is reused");
   ops()->free(b, q);
+  ops()->close(b);
+}
+
+#ifdef MD_HIP_CPU
+/* A kernel launched after an unrelated failure of the same thread (a pinned staging buffer that
+ * could not be had, an event that was not reached yet) runs and succeeds: the launcher clears
+ * the thread's last error before launching, so it reads its own launch's error only. */
+Test(hip_backend, a_kernel_launch_is_not_failed_by_an_earlier_error_of_the_thread) {
+  md_backend *b = hip_open_or_skip(0);
+  char err[256];
+  const md_kernel_def *relu = md_kernel_find("RELU", "hip");
+  cr_assert_not_null(relu);
+  md_devptr in, out;
+  cr_assert_eq(ops()->alloc(b, 4096, &in), MD_NONE);
+  cr_assert_eq(ops()->alloc(b, 4096, &out), MD_NONE);
+  md_tensor t[2] = {{.type = MD_TENSOR_FLOAT32, .rank = 1, .dims = {1024}, .bytes = 4096},
+                    {.type = MD_TENSOR_FLOAT32, .rank = 1, .dims = {1024}, .bytes = 4096}};
+  t[0].data = ops()->kernel_ptr(b, in);
+  t[1].data = ops()->kernel_ptr(b, out);
+  md_kernel_call call = {.struct_size = sizeof call, .platform = "hip", .n_inputs = 1, .inputs = t,
+                         .n_outputs = 1, .outputs = t + 1};
+  md_kernel_status ks;
+  /* 1. A write on a new stream whose staging buffers cannot be pinned. */
+  md_stream *s;
+  cr_assert_eq(ops()->stream_create(b, &s), MD_NONE);
+  md_hipcpu_fail(MD_HIPCPU_HOST_MALLOC, 1, hipErrorOutOfMemory);
+  uint8_t h[64] = {0};
+  cr_assert_eq(ops()->write(b, s, in, 0, h, sizeof h, err, sizeof err), MD_RESOURCE_EXHAUSTED_TRANSIENT);
+  memset(&ks, 0, sizeof ks);
+  cr_assert_eq(ops()->launch(b, NULL, relu, &call, &ks), MD_NONE, "RELU after a failed hipHostMalloc: %s",
+               ks.message);
+  /* 2. An event not reached yet (its stream is held). */
+  md_event *e;
+  cr_assert_eq(ops()->event_create(b, &e), MD_NONE);
+  md_hipcpu_stream_hold(ops()->stream_native(b, s), 1);
+  cr_assert_eq(ops()->event_record(b, e, s), MD_NONE);
+  cr_assert_eq(ops()->event_wait(b, e, 0), MD_MISSED_DEADLINE_TRANSIENT);
+  memset(&ks, 0, sizeof ks);
+  cr_assert_eq(ops()->launch(b, NULL, relu, &call, &ks), MD_NONE, "RELU after a not-ready event: %s", ks.message);
+  md_hipcpu_stream_hold(ops()->stream_native(b, s), 0);
+  cr_assert_eq(ops()->event_wait(b, e, UINT64_MAX), MD_NONE);
+  ops()->event_destroy(b, e);
+  ops()->stream_destroy(b, s);
+  ops()->free(b, in);
+  ops()->free(b, out);
+  ops()->close(b);
+}
+#endif /* MD_HIP_CPU */
+
+#ifdef MD_HIP_CPU
+/* Every fatal error a GPU reports for a faulting kernel loses the device: the launch's
+ * synchronization is DEVICE_UNAVAILABLE, and so is every later call, naming the first error.
+ * The NVIDIA-only ones (misaligned address, illegal instruction, ...) were GENERAL_FAILURE. */
+static hipError_t fatal_errors[] = {
+    hipErrorIllegalAddress, hipErrorLaunchFailure, hipErrorLaunchTimeOut, hipErrorECCNotCorrectable,
+    hipErrorAssert, hipErrorHardwareStackError, hipErrorIllegalInstruction, hipErrorMisalignedAddress,
+    hipErrorInvalidAddressSpace, hipErrorInvalidPc};
+ParameterizedTestParameters(hip_backend, a_kernel_fault_loses_the_device) {
+  return cr_make_param_array(hipError_t, fatal_errors, sizeof fatal_errors / sizeof fatal_errors[0]);
+}
+ParameterizedTest(hipError_t *fault, hip_backend, a_kernel_fault_loses_the_device) {
+  md_backend *b = hip_open_or_skip(0);
+  char err[256];
+  const md_kernel_def *relu = md_kernel_find("RELU", "hip");
+  md_devptr in, out;
+  cr_assert_eq(ops()->alloc(b, 4096, &in), MD_NONE);
+  cr_assert_eq(ops()->alloc(b, 4096, &out), MD_NONE);
+  md_tensor t[2] = {{.type = MD_TENSOR_FLOAT32, .rank = 1, .dims = {1024}, .bytes = 4096},
+                    {.type = MD_TENSOR_FLOAT32, .rank = 1, .dims = {1024}, .bytes = 4096}};
+  t[0].data = ops()->kernel_ptr(b, in);
+  t[1].data = ops()->kernel_ptr(b, out);
+  md_kernel_call call = {.struct_size = sizeof call, .platform = "hip", .n_inputs = 1, .inputs = t,
+                         .n_outputs = 1, .outputs = t + 1};
+  md_kernel_status ks;
+  memset(&ks, 0, sizeof ks);
+  md_hipcpu_fail(MD_HIPCPU_KERNEL, 1, *fault);
+  md_status st = ops()->launch(b, NULL, relu, &call, &ks);
+  cr_assert_eq(st, MD_DEVICE_UNAVAILABLE, "%s: %s (%s)", hipGetErrorName(*fault), md_status_name(st), ks.message);
+  cr_assert(strstr(ks.message, hipGetErrorName(*fault)), "%s", ks.message);
+  /* Lost for good: memory, copies, streams, events. */
+  md_devptr p;
+  cr_assert_eq(ops()->alloc(b, 64, &p), MD_DEVICE_UNAVAILABLE);
+  uint8_t h[16];
+  cr_assert_eq(ops()->read(b, NULL, h, in, 0, 16, err, sizeof err), MD_DEVICE_UNAVAILABLE);
+  cr_assert(strstr(err, "device lost earlier"), "%s", err);
+  cr_assert(strstr(err, hipGetErrorName(*fault)), "%s", err);
+  md_stream *s;
+  cr_assert_eq(ops()->stream_create(b, &s), MD_DEVICE_UNAVAILABLE);
+  md_event *e;
+  cr_assert_eq(ops()->event_create(b, &e), MD_DEVICE_UNAVAILABLE);
+  ops()->free(b, in);
+  ops()->free(b, out);
+  ops()->close(b);
+}
+#endif /* MD_HIP_CPU */
+
+static void not_ours(const md_kernel_call *c, md_kernel_status *st) {
+  (void)c;
+  md_kernel_fail(st, MD_GENERAL_FAILURE, "a user kernel");
+}
+
+/* A kernel registration that fails is tried again at the next open, not remembered for the
+ * life of the process: here a user kernel holds ("FULLY_CONNECTED", "hip") at the first open;
+ * once it is unregistered, the next open registers the backend's (and keeps the ones the first
+ * open registered). */
+Test(hip_backend, a_failed_kernel_registration_is_tried_again_at_the_next_open) {
+  md_kernel_def d = *md_kernel_find("FULLY_CONNECTED", "host");
+  d.platform = "hip";
+  d.run = not_ours;
+  d.user = NULL;
+  cr_assert_eq(md_kernel_register(&d), MD_NONE, "%s", md_kernel_registry_error());
+  md_backend_params p;
+  memset(&p, 0, sizeof p);
+  p.struct_size = sizeof p;
+  char err[256] = "";
+  md_backend *b = NULL;
+  md_status st = ops()->open(&p, &b, err, sizeof err);
+  if (st == MD_DEVICE_UNAVAILABLE && strstr(err, "no GPU")) cr_skip_test("GPU-only test skipped: %s", err);
+  cr_assert_eq(st, MD_DEVICE_UNAVAILABLE, "%s", err);
+  cr_assert(strstr(err, "registering FULLY_CONNECTED"), "%s", err);
+  cr_assert_eq(md_kernel_unregister("FULLY_CONNECTED", "hip"), MD_NONE);
+  b = hip_open_or_skip(0);
+  cr_assert_not_null(md_kernel_find("FULLY_CONNECTED", "hip"));
+  cr_assert_neq(md_kernel_find("FULLY_CONNECTED", "hip")->run, not_ours);
+  cr_assert_not_null(md_kernel_find("CONCATENATION", "hip"));
   ops()->close(b);
 }

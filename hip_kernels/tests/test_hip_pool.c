@@ -83,7 +83,7 @@ Test(hip_pool, freed_blocks_are_reused_without_reserving) {
     cr_assert_eq(md__hpool_alloc(p, (5u << 20) - 7, &b, err, sizeof err), MD_NONE, "%s", err);
   }
   cr_assert_eq(f.reserves, r, "a steady workload reserves nothing after warm-up");
-  cr_assert_eq(md__hpool_block_size(p, b), md__hpool_class_size(5u << 20));
+  cr_assert_eq(md__hpool_block_size(p, b), (5u << 20) - 7, "the requested size, not the class's");
   md__hpool_destroy(p);
   cr_assert_eq(f.reserves, f.releases, "destroy releases every slab, live blocks included");
 }
@@ -164,4 +164,40 @@ Test(hip_pool, trim_releases_only_slabs_without_live_blocks) {
   cr_assert_eq(md__hpool_alloc(p, 512, &a, err, sizeof err), MD_NONE, "%s", err);
   md__hpool_destroy(p);
   cr_assert_eq(f.reserves, f.releases);
+}
+
+/* Frees every block of one class after it grew a second slab, then takes them all again. The
+ * free list must hold every block of the class, not only the newest slab's (it was sized for
+ * the newest slab: 17 blocks of 256 KiB, or 16,385 of 256 B, freed, wrote past its end). */
+static void fill_two_slabs_and_free_all(uint64_t size) {
+  fake f = {0};
+  md__hpool *p = make(&f, UINT64_C(1) << 30);
+  char err[256];
+  const uint64_t per_slab = MD__HPOOL_SLAB / md__hpool_class_size(size), n = per_slab + 1;
+  uint64_t *a = calloc(n, sizeof *a), *b = calloc(n, sizeof *b);
+  cr_assert(a && b);
+  for (uint64_t i = 0; i < n; i++) cr_assert_eq(md__hpool_alloc(p, size, &a[i], err, sizeof err), MD_NONE, "%s", err);
+  cr_assert_eq(f.reserves, 2, "%llu blocks take a second slab", (unsigned long long)n);
+  for (uint64_t i = 0; i < n; i++) cr_assert_eq(md__hpool_free(p, a[i]), 0);
+  for (uint64_t i = 0; i < n; i++) cr_assert_eq(md__hpool_alloc(p, size, &b[i], err, sizeof err), MD_NONE, "%s", err);
+  cr_assert_eq(f.reserves, 2, "every freed block is handed out again");
+  for (uint64_t i = 0; i < n; i++) {
+    cr_assert_eq(md__hpool_block_size(p, a[i]), size, "block %llu is live again",
+                 (unsigned long long)i);
+    cr_assert_eq(md__hpool_free(p, a[i]), 0);
+  }
+  md__hpool_stats s;
+  md__hpool_stats_get(p, &s);
+  cr_assert_eq(s.bytes_live, 0);
+  md__hpool_destroy(p);
+  free(a);
+  free(b);
+}
+
+Test(hip_pool, freeing_a_large_class_over_two_slabs_stays_in_the_free_list) {
+  fill_two_slabs_and_free_all(256u << 10);
+}
+
+Test(hip_pool, freeing_a_small_class_over_two_slabs_stays_in_the_free_list) {
+  fill_two_slabs_and_free_all(256);
 }

@@ -1,0 +1,48 @@
+# check_fc_rounding.cmake - part of hip_compile_check: the FULLY_CONNECTED kernels (fc_tiled,
+# fc_dot) as a real GPU compiler emits them must hold no fused multiply-add, or they stop
+# matching the host reference bit for bit (docs/hip.md, "FULLY_CONNECTED and FMA").
+#   cmake -DASM=<file> -DKIND=amd|ptx -P check_fc_rounding.cmake
+#   amd: hipcc --cuda-device-only -S output (GCN/CDNA assembly); ptx: nvcc -ptx output.
+cmake_minimum_required(VERSION 3.25)
+if(NOT EXISTS "${ASM}")
+  message(FATAL_ERROR "check_fc_rounding: ${ASM} does not exist")
+endif()
+if(KIND STREQUAL "amd")
+  set(begin_re "^_Z[0-9]+fc_(tiled|dot)[A-Za-z0-9_]*:")
+  set(end_re "^\\.Lfunc_end|s_endpgm")
+  # An FMA on registers only: the compiler's own expansions of integer division (reciprocal
+  # tricks with constants such as 0x4f800000) are not a contracted product.
+  set(fma_re "v_(fma|fmac|mac|mad|pk_fma)[a-z0-9_]*f32[a-z0-9_]*[ \t]+[vs][0-9]+, [vs][0-9]+, [vs][0-9]+(, [vs][0-9]+)?[ \t]*($|;)")
+elseif(KIND STREQUAL "ptx")
+  set(begin_re "\\.entry _Z[0-9]+fc_(tiled|dot)")
+  set(end_re "^}")
+  set(fma_re "fma\\.[a-z.]*f32")
+else()
+  message(FATAL_ERROR "check_fc_rounding: KIND=${KIND}: expected amd or ptx")
+endif()
+file(STRINGS "${ASM}" lines)
+set(inside 0)
+set(found 0)
+set(bad "")
+foreach(l IN LISTS lines)
+  if(NOT inside AND l MATCHES "${begin_re}")
+    set(inside 1)
+    math(EXPR found "${found} + 1")
+    string(REGEX MATCH "fc_(tiled|dot)" fn "${l}")
+  elseif(inside AND l MATCHES "${end_re}")
+    set(inside 0)
+  elseif(inside AND l MATCHES "${fma_re}")
+    string(REPLACE ";" "" l "${l}")
+    string(STRIP "${l}" l)
+    list(APPEND bad "${fn}: ${l}")
+  endif()
+endforeach()
+if(found LESS 2)
+  message(FATAL_ERROR "check_fc_rounding: ${ASM}: found ${found} of the 2 FULLY_CONNECTED kernels (fc_tiled, fc_dot)")
+endif()
+if(bad)
+  list(JOIN bad "\n  " bad)
+  message(FATAL_ERROR "check_fc_rounding: ${ASM}: a fused multiply-add in a FULLY_CONNECTED kernel "
+                      "(contraction is not off; see md__hip_mul_add_rn in hip_common.h):\n  ${bad}")
+endif()
+message(STATUS "check_fc_rounding: ${ASM}: no FMA in fc_tiled, fc_dot")
