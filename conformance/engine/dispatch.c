@@ -22,6 +22,8 @@ typedef struct call_ctx {
   int called;           /* the driver was called: st is its status */
   md_status st;
   uint64_t produced;    /* the handle it produced (0: none) */
+  const md_output_shape *shapes;   /* execute/wait_event: what the driver returned */
+  uint32_t n_shapes;
 } call_ctx;
 
 /* Judges the status of the call the handler made (and keeps it for `id`, `as` and `tally`). */
@@ -121,15 +123,22 @@ static int h_open_device(call_ctx *c) {
   if (mdc__get_str(w, c->ev, mdc_args[MDC_A_CONFIG].key, 0, &cfg) ||
       mdc__arg_as(r, w, c->ev, MDC_OBJ_DEVICE, 0, &as))
     return -1;
-  /* The first open_device gets the replay's config keys; the trace's own keys win. */
+  /* The first open_device gets the replay's config keys; the trace's own keys win, except the
+   * overrides a differential replay forces (its backend). */
   char *merged = NULL;
   int first = !r->opened_device;
   r->opened_device = 1;
   if (first) {
-    size_t len = md_config_merge(cfg, r->config, NULL, 0) + 1;
+    const char *ov = r->opts->config_override;
+    size_t len1 = md_config_merge(ov, cfg, NULL, 0) + 1;
+    char *base = malloc(len1);
+    if (!base) return mdc__terr(w, "out of memory");
+    md_config_merge(ov, cfg, base, len1);
+    size_t len = md_config_merge(base, r->config, NULL, 0) + 1;
     merged = malloc(len);
+    if (merged) md_config_merge(base, r->config, merged, len);
+    free(base);
     if (!merged) return mdc__terr(w, "out of memory");
-    md_config_merge(cfg, r->config, merged, len);
   }
   md_device *dev = NULL;
   md_status st = r->drv->open_device(merged ? merged : cfg ? cfg : "", &dev);
@@ -395,6 +404,8 @@ static int run_judged(call_ctx *c, uint64_t prepared, const md_request *req, uin
   md_timing tm = {0, 0};
   md_status st = req ? r->drv->execute(c->dev, c->client, prepared, req, sh, (uint32_t)ns, &tm)
                      : r->drv->wait_event(c->dev, c->client, event, timeout, sh, (uint32_t)ns, &tm);
+  c->shapes = sh;
+  c->n_shapes = (uint32_t)ns;
   int rc = judge(c, st, c->dev);
   return rc ? rc : mdc__judge_outputs(r, c->w, c->e, st, sh, (uint32_t)ns, def_shapes, &tm);
 }
@@ -472,6 +483,12 @@ int mdc__call_run(mdc__run *r, mdc__where *w, const mdc_call_desc *call, json_t 
   /* What the call leaves for later events (`as`/`id` status, `tally`, `collect`), also after a
    * Fail: the trace's own errors still surface. */
   if (c.called && rc >= 0 && mdc__outcome_record(r, w, ev, c.st, c.produced)) rc = -1;
+  if (c.called && r->opts->observe && !r->in_block) {
+    mdc_observation o = {.line = w->line, .op = call->name, .status = c.st,
+                         .n_shapes = c.st == MD_NONE || c.st == MD_OUTPUT_INSUFFICIENT_SIZE ? c.n_shapes : 0,
+                         .shapes = c.shapes};
+    r->opts->observe(r->opts->observe_ctx, &o);
+  }
   mdc__arena_free(&a);
   return rc;
 }

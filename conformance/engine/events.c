@@ -57,6 +57,11 @@ static int fill_check(mdc__run *r, mdc__where *w, json_t *ev, int check) {
       rc = 0;
     } else if (span) {
       char exp[512], act[512], msg[700];
+      if (r->opts->observe && !r->in_block) {
+        mdc_observation o = {.line = w->line, .op = "check", .is_check = 1, .type = mdc__elem_name(type),
+                             .data = span, .len = b.len};
+        r->opts->observe(r->opts->observe_ctx, &o);
+      }
       int differs = mdc__compare(type, span, b.data, b.len / mdc__elem_size(type), atol, rtol, exp,
                                  sizeof exp, act, sizeof act, msg, sizeof msg);
       /* A tallied check counts instead of failing (at least one reader saw the new data...). */

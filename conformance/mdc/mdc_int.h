@@ -131,6 +131,8 @@ typedef struct mdc_cli__replay_opts {
   int verbose;               /* each event of each case on stderr (mdc replay -v) */
   int strict_messages;       /* message expectations judged (else advisory) */
   int silence_children;      /* children's stdout/stderr to /dev/null (mutants) */
+  const char *diff_a, *diff_b; /* --differential A,B: each case replayed on backend A and on B and
+                                  the two compared (NULL: off) */
   const char *const *paths;
   size_t n_paths;
 } mdc_cli__replay_opts;
@@ -166,6 +168,15 @@ typedef struct mdc_cli__run {
  * only the finished cases in *run, sets run->interrupted_by and returns MDC_EXIT_UNEXPECTED. */
 int mdc_cli__replay(const mdc_cli__replay_opts *o, mdc_cli__run *run);
 void mdc_cli__run_free(mdc_cli__run *run);
+
+/* ---- differential.c --------------------------------------------------------------------- */
+
+/* Replays the trace at path twice, its first open_device forced to backend=na and then to
+ * backend=nb, and compares everything both observed (calls' statuses and shapes, the bytes each
+ * check looked at). Pass only when both pass and agree; a disagreement is a Fail naming the
+ * first event where they part. Fills *out; returns out->verdict. */
+mdc_verdict mdc_cli__differential(const md_driver *d, const char *path, const mdc_trace_opts *base,
+                                  const char *na, const char *nb, mdc_result *out);
 
 /* ---- commands ------------------------------------------------------------------------------ */
 

@@ -6,6 +6,7 @@
  * ends, applies the baseline and the flake re-run, and prints progress, a summary and JSON.
  * SIGINT or SIGTERM stops the run: the running cases are killed and stay Running, the run is
  * marked interrupted, and the signal is raised again once the store is closed. */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -135,7 +136,10 @@ static int start_case(const mdc_cli__replay_opts *o, mdc_cli__case *c, size_t ci
     mdc_trace_opts to = {.config = o->config, .line = &s->ch.page->line, .op = s->ch.page->op,
                          .op_len = sizeof s->ch.page->op, .verbose = o->verbose ? stderr : NULL,
                          .strict_messages = o->strict_messages};
-    mdc_trace_run_opts(d, c->path, &to, &r);
+    if (o->diff_a)
+      mdc_cli__differential(d, c->path, &to, o->diff_a, o->diff_b, &r);
+    else
+      mdc_trace_run_opts(d, c->path, &to, &r);
   }
   mdc_cli__child_report(&s->ch, &r, sizeof r);
   _exit(0);
@@ -267,6 +271,7 @@ static void print_json(const mdc_cli__replay_opts *o, const mdc_cli__run *run, i
       o->db && store_ok && run->uuid[0] ? json_string(run->uuid) : json_null(), "driver",
       run->driver_name, "driver_version", run->driver_version, "backend", run->backend, "config",
       o->config, "results", res);
+  if (o->diff_a) json_object_set_new(j, "differential", json_pack("[s,s]", o->diff_a, o->diff_b));
   if (o->shard_n > 1) json_object_set_new(j, "shard", json_pack("[i,i]", (int)o->shard_i, (int)o->shard_n));
   /* Peak resident sets: this process (the runner) and the largest child (a case). */
   struct rusage self, kids;
@@ -408,6 +413,24 @@ int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
     mdc_cli__baseline_free(&base);
     return MDC_EXIT_USAGE;
   }
+  /* A differential run needs both backends: one the driver cannot open is named before anything
+   * runs (else every case would fail the same way). */
+  for (int k = 0; o->diff_a && k < 2; k++) {
+    const char *b = k ? o->diff_b : o->diff_a;
+    char forced[64], merged[1024];
+    probe_msg bm;
+    snprintf(forced, sizeof forced, "backend=%s", b);
+    const char *why = NULL;
+    if (md_config_merge(forced, o->config, merged, sizeof merged) >= sizeof merged) why = "--config is too long";
+    else if (probe(o->driver, merged, o->timeout_s, &bm, err, sizeof err)) why = err;
+    else if (!bm.opened) why = bm.err;
+    if (why) {
+      fprintf(stderr, "%s: --differential: the driver cannot open a device on backend '%s': %s\n", who, b, why);
+      mdc_cli__baseline_free(&base);
+      return MDC_EXIT_USAGE;
+    }
+  }
+  if (o->diff_a) snprintf(run->backend, sizeof run->backend, "%.15s,%.15s", o->diff_a, o->diff_b);
 
   /* The store: a case row is committed before its case starts, so a killed run leaves it
    * 'Running'. A store failure stops the run (no new cases) but keeps what is written. */
@@ -634,6 +657,20 @@ void mdc_cli__run_free(mdc_cli__run *run) {
 
 /* ---- the command ---------------------------------------------------------------------------- */
 
+/* "A,B": two different names of letters, digits, '_' and '-'. 0, or -1. */
+static int parse_differential(const char *s, char *a, char *b, size_t len) {
+  const char *comma = strchr(s, ',');
+  if (!comma || strchr(comma + 1, ',')) return -1;
+  size_t la = (size_t)(comma - s), lb = strlen(comma + 1);
+  if (!la || !lb || la >= len || lb >= len) return -1;
+  for (const char *p = s; *p; p++)
+    if (p != comma && !isalnum((unsigned char)*p) && *p != '_' && *p != '-') return -1;
+  memcpy(a, s, la);
+  a[la] = '\0';
+  memcpy(b, comma + 1, lb + 1);
+  return strcmp(a, b) == 0 ? -1 : 0;
+}
+
 static void usage(FILE *f) {
   fprintf(f,
           "usage: mdc replay [options] PATH...\n"
@@ -652,6 +689,9 @@ static void usage(FILE *f) {
           "  --quiet          no progress and no summary (--json is still printed)\n"
           "  --strict-messages  a message expectation the driver does not meet is a Fail (default:\n"
           "                   advisory, reported with the case; SPEC 8.11)\n"
+          "  --differential A,B  replay each trace on backend A and on backend B of the driver\n"
+          "                   (its first open_device forced to backend=A, then B) and compare\n"
+          "                   every status, shape and checked byte: a disagreement is a Fail\n"
           "  -v, --verbose    each event of each case as it runs: its arguments, the call's status\n"
           "                   and message (on stderr; one case at a time)\n\n"
           "exit status: 0 nothing unexpected, 1 unexpected results, 2 bad usage or input,\n"
@@ -667,6 +707,7 @@ int mdc_cli__cmd_replay(int argc, char **argv) {
       {"json", no_argument, 0, 'J'},         {"quiet", no_argument, 0, 'q'},
       {"no-rerun", no_argument, 0, 'R'},     {"help", no_argument, 0, 'h'},
       {"verbose", no_argument, 0, 'v'},      {"strict-messages", no_argument, 0, 'S'},
+      {"differential", required_argument, 0, 'D'},
       {0, 0, 0, 0}};
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   mdc_cli__replay_opts o = {.config = "backend=auto", .db = "results/mdc.db", .timeout_s = 30,
@@ -674,6 +715,7 @@ int mdc_cli__cmd_replay(int argc, char **argv) {
                         .rerun_failures = 1, .kind = "replay"};
   int no_db = 0, c;
   long v;
+  char diff_a[32], diff_b[32];
   optind = 1;
   opterr = 0;
   /* Options and paths in any order (replay T --driver X). */
@@ -681,6 +723,15 @@ int mdc_cli__cmd_replay(int argc, char **argv) {
     switch (c) {
       case 'v': o.verbose = 1; break;
       case 'S': o.strict_messages = 1; break;
+      case 'D':
+        if (parse_differential(optarg, diff_a, diff_b, sizeof diff_a)) {
+          fprintf(stderr, "mdc replay: --differential '%s': want two different backend names A,B "
+                  "(letters, digits, _ and -), e.g. sim,hip\n", optarg);
+          return MDC_EXIT_USAGE;
+        }
+        o.diff_a = diff_a;
+        o.diff_b = diff_b;
+        break;
       case 'd': o.driver = optarg; break;
       case 'c': o.config = optarg; break;
       case 'b': o.db = optarg; break;

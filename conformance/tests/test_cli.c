@@ -712,3 +712,66 @@ Test(cli, mutants_kill_matrix_and_exit_status) {
   cr_expect(!strstr(r.err, "mdc replay:"), "a mutants error says mdc mutants: %s", r.err);
   mdc_out_free(&r);
 }
+
+/* --differential A,B: the skew test driver's "skew" backend is off by 1e-3 in every output. A
+ * trace whose check allows 0.01 passes on each backend alone; only the comparison sees it. */
+Test(cli, differential_replay_catches_backends_that_disagree_within_a_loose_check) {
+  const char *loose = MDC_TEST_TRACES "/differential/relu_loose.jsonl";
+  char *skew_all[] = {"MDC_TEST_SKEW_ALL=1", NULL};
+  mdc_out r = mdc_env(skew_all, "replay", "--no-db", "--json", "--driver", MDC_TEST_SKEW_SO, loose, (char *)NULL);
+  cr_assert_eq(r.rc, 0, "alone, skew passes the loose check: rc %d\n%s", r.rc, r.err);
+  mdc_out_free(&r);
+  r = mdc("replay", "--no-db", "--json", "--no-rerun", "--driver", MDC_TEST_SKEW_SO, "--differential", "sim,skew", loose);
+  cr_assert_eq(r.rc, 1, "rc %d\n%s\n%s", r.rc, r.out, r.err);
+  json_t *j = out_json(&r);
+  cr_expect_str_eq(jstatus(j, "differential/relu_loose"), "Fail");
+  const char *m = jmessage(j, "differential/relu_loose");
+  cr_expect(strstr(m, "relu_loose.jsonl:10: check: differential sim vs skew: values differ"), "message: %s", m);
+  json_t *c = json_array_get(json_object_get(j, "results"), 0);
+  cr_expect_str_eq(json_string_value(json_object_get(c, "expected")), "sim: f32[0] = 0");
+  cr_expect_str_eq(json_string_value(json_object_get(c, "actual")), "skew: f32[0] = 0.00100000005");
+  cr_expect_str_eq(json_string_value(json_object_get(c, "event")), "check");
+  json_t *d = json_object_get(j, "differential");
+  cr_expect_str_eq(json_string_value(json_array_get(d, 0)), "sim");
+  cr_expect_str_eq(json_string_value(json_array_get(d, 1)), "skew");
+  json_decref(j);
+  mdc_out_free(&r);
+}
+
+/* Traces the backends agree on pass; a trace one backend fails is that backend's Fail, named. */
+Test(cli, differential_replay_passes_agreement_and_names_the_backend_that_fails) {
+  char dir[64];
+  tmpdir(dir);
+  write_traces(dir, "a.jsonl", TRACE_OPEN_CLOSE, "b.jsonl", TRACE_ADD, NULL);
+  mdc_out r = mdc("replay", "--no-db", "--json", "--no-rerun", "--driver", MDC_TEST_SKEW_SO, "--differential", "sim,skew", dir);
+  cr_assert_eq(r.rc, 1, "rc %d\n%s", r.rc, r.err);
+  json_t *j = out_json(&r);
+  cr_expect_str_eq(jstatus(j, "cli/a_open_close"), "Pass");
+  cr_expect_str_eq(jstatus(j, "cli/b_execute_add"), "Fail");
+  const char *m = jmessage(j, "cli/b_execute_add");
+  cr_expect(strncmp(m, "on skew: ", 9) == 0, "message: %s", m);
+  json_decref(j);
+  mdc_out_free(&r);
+  /* The same driver on its one real backend twice over agrees with itself (and the reference
+   * driver's sim backend with the skew driver's sim: same code). */
+  r = mdc("replay", "--no-db", "--json", "--driver", MDC_TEST_SKEW_SO, "--differential", "sim,auto", dir);
+  cr_expect_eq(r.rc, 0, "rc %d\n%s", r.rc, r.err);
+  mdc_out_free(&r);
+}
+
+Test(cli, differential_replay_refuses_bad_backend_pairs) {
+  char dir[64];
+  corpus(dir, 1);
+  const char *bad[] = {"sim", "sim,sim", "sim,", ",hip", "sim,hip,x", "sim,h;ip", ""};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    mdc_out r = mdc("replay", "--no-db", "--differential", bad[i], dir);
+    cr_expect_eq(r.rc, 2, "'%s': rc %d", bad[i], r.rc);
+    cr_expect(strstr(r.err, "--differential"), "'%s': %s", bad[i], r.err);
+    mdc_out_free(&r);
+  }
+  /* A backend the driver does not have is named before anything runs. */
+  mdc_out r = mdc("replay", "--no-db", "--differential", "sim,nosuch", dir);
+  cr_expect_eq(r.rc, 2, "rc %d", r.rc);
+  cr_expect(strstr(r.err, "backend 'nosuch'"), "%s", r.err);
+  mdc_out_free(&r);
+}

@@ -55,6 +55,22 @@ typedef struct mdc_result {
   uint32_t skipped;       /* events not run because their `when` did not hold */
 } mdc_result;
 
+/* One thing a replay observed, for comparing two replays of a trace (mdc replay --differential):
+ * a driver call's status (and, for execute/wait_event, its shapes), or the bytes a `check` event
+ * looked at (before comparing them with its values). Events inside concurrent blocks are not
+ * observed (their order is the scheduler's). Pointers are valid during the callback only. */
+typedef struct mdc_observation {
+  uint32_t line;
+  const char *op;
+  int is_check;                 /* 0: a call (status, shapes); 1: a check (type, data) */
+  md_status status;
+  uint32_t n_shapes;
+  const md_output_shape *shapes;
+  const char *type;             /* check: "f32", "i32", "u8" */
+  const uint8_t *data;          /* check: the pool bytes it looked at */
+  size_t len;
+} mdc_observation;
+
 /* What a replay may be told besides the driver and the trace; zero fields are off. */
 typedef struct mdc_trace_opts {
   const char *config;         /* the replay's config keys, as mdc_trace_run's `config` */
@@ -63,6 +79,10 @@ typedef struct mdc_trace_opts {
   size_t op_len;
   FILE *verbose;              /* each event as it runs, its arguments, each call's status and message */
   int strict_messages;        /* a `message` expectation that is not met is a Fail (else advisory) */
+  const char *config_override;/* config keys that win over the trace's own in its first
+                                 open_device (a differential replay forces its backend) */
+  void (*observe)(void *ctx, const mdc_observation *o);   /* see mdc_observation */
+  void *observe_ctx;
 } mdc_trace_opts;
 
 /* Reads only the header line. 0 on success; -1 with a message naming file and line in err. */

@@ -13,6 +13,11 @@
  *   MDC_TEST_MUTANTS  a stand-in for the mutants build (md_driver_mutants) in mdc mutants tests:
  *                   MD_MUTANT=crashy makes execute abort, MD_MUTANT=same changes nothing, any
  *                   other non-empty name makes md_driver_entry refuse (as the real build does)
+ *   MDC_TEST_SKEW   a driver with a second backend, "skew", for `mdc replay --differential`
+ *                   tests: open_device with backend=skew opens the reference driver's sim
+ *                   backend, and executions on such a device add 1e-3 to every f32 of their
+ *                   pool outputs (within a loose `check`, beyond the differential's tolerance);
+ *                   with MDC_TEST_SKEW_ALL set, every device is skewed
  *   MDC_TEST_SCRIBBLE  open_device writes garbage into every descriptor from 3 to 1023 and
  *                   truncates those that are files (a results store left open would die)
  * Every other entry point is the reference driver's. */
@@ -26,6 +31,60 @@
 
 static const md_driver *real;
 static md_driver table;
+
+#if defined(MDC_TEST_SKEW)
+#include <stdio.h>
+#include <sys/mman.h>
+static md_device *skewed[16];
+
+static int is_skewed(const md_device *d) {
+  for (size_t i = 0; i < sizeof skewed / sizeof skewed[0]; i++)
+    if (skewed[i] == d) return 1;
+  return 0;
+}
+
+/* Adds 1e-3 to every f32 of each output that lives in a shared-memory pool. */
+static void skew_outputs(const md_request *req) {
+  for (uint32_t i = 0; i < req->n_outputs; i++) {
+    const md_request_arg *a = &req->outputs[i];
+    if (a->has_no_value || a->pool >= req->n_pools || req->pools[a->pool].is_token) continue;
+    const md_memory *m = &req->pools[a->pool].memory;
+    if (m->kind != MD_MEM_ASHMEM && m->kind != MD_MEM_MMAP_FD) continue;
+    size_t len = (size_t)(m->offset + m->size);
+    unsigned char *base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, 0);
+    if (base == MAP_FAILED) continue;
+    for (uint64_t off = a->offset; off + 4 <= a->offset + a->length && off + 4 <= m->size; off += 4) {
+      float x;
+      memcpy(&x, base + m->offset + off, 4);
+      x += 1e-3f;
+      memcpy(base + m->offset + off, &x, 4);
+    }
+    munmap(base, len);
+  }
+}
+
+static md_status skew_open_device(const char *config, md_device **out) {
+  char cfg[1024];
+  snprintf(cfg, sizeof cfg, "%s", config ? config : "");
+  char *b = strstr(cfg, "backend=skew");
+  int skew = b != NULL || getenv("MDC_TEST_SKEW_ALL") != NULL;
+  if (b) memcpy(b, "backend=sim ", 12);
+  md_status st = real->open_device(cfg, out);
+  if (st == MD_NONE && skew)
+    for (size_t i = 0; i < sizeof skewed / sizeof skewed[0]; i++)
+      if (!skewed[i]) {
+        skewed[i] = *out;
+        break;
+      }
+  return st;
+}
+
+static void skew_close_device(md_device *d) {
+  for (size_t i = 0; i < sizeof skewed / sizeof skewed[0]; i++)
+    if (skewed[i] == d) skewed[i] = NULL;
+  real->close_device(d);
+}
+#endif
 
 static md_status bad_execute(md_device *d, md_handle client, md_handle prepared, const md_request *req,
                              md_output_shape *shapes, uint32_t n_shapes, md_timing *timing) {
@@ -52,7 +111,13 @@ static md_status bad_execute(md_device *d, md_handle client, md_handle prepared,
     abort();
   }
 #endif
+#if defined(MDC_TEST_SKEW)
+  md_status st = real->execute(d, client, prepared, req, shapes, n_shapes, timing);
+  if (st == MD_NONE && is_skewed(d)) skew_outputs(req);
+  return st;
+#else
   return real->execute(d, client, prepared, req, shapes, n_shapes, timing);
+#endif
 }
 
 #if defined(MDC_TEST_FORK_CLIENT) || defined(MDC_TEST_FORK_DEVICE)
@@ -118,6 +183,10 @@ const md_driver *md_driver_entry(uint32_t abi_version) {
 #endif
 #if defined(MDC_TEST_FORK_DEVICE) || defined(MDC_TEST_SCRIBBLE)
     table.open_device = bad_open_device;
+#endif
+#if defined(MDC_TEST_SKEW)
+    table.open_device = skew_open_device;
+    table.close_device = skew_close_device;
 #endif
   }
   return &table;
