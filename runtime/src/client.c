@@ -61,6 +61,8 @@ md_status md__close_client(md_device *d, md_handle client, md_leak_report *leaks
     return md__fail(MD_INVALID_ARGUMENT, "close_client: client 0x%016llx: was already released",
                     (unsigned long long)client);
   }
+  /* A stalled execution of this client is let go to finish on its own (SPEC 4). */
+  md__stall_release_client(d, client);
   close_ctx c = {.d = d, .client = client};
   md__htable_foreach(&d->ht, release_owned, &c);
   if (MD_MUTANT(leak_report_wrong)) c.rep.buffers = 0; /* Mutant: buffers left live go unreported. */

@@ -43,6 +43,7 @@ struct md_device {
   pthread_mutex_t q_lock;
   pthread_cond_t q_cond;
   md__exec *q_head, *q_tail;
+  md__exec *parked;          /* stalled executions (a fault plan's stall@N), not yet released */
   pthread_t workers[2];
   uint32_t n_workers;
   bool stopping;

@@ -8,6 +8,7 @@
 
 #include "error.h"
 #include "exec_int.h"
+#include "mutant.h"
 
 struct md__event {
   pthread_mutex_t lock;
@@ -37,6 +38,14 @@ static void *worker_main(void *arg) {
     if (!x) break;  /* stopping and drained */
     d->q_head = x->next;
     if (!d->q_head) d->q_tail = NULL;
+    if (x->stall) {
+      /* A stalled execution waits, holding everything it holds, on the parked list; the
+       * worker goes on with the queue (md__stall_release puts it back). */
+      x->stall = false;
+      x->next = d->parked;
+      d->parked = x;
+      continue;
+    }
     pthread_mutex_unlock(&d->q_lock);
 
     md__clear_error();
@@ -57,8 +66,37 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
+/* Puts the parked executions that `match` selects back at the head of the queue, where the
+ * workers run them as any other. Called with q_lock held. */
+static void release_parked(md_device *d, int (*match)(const md__exec *x, const void *arg), const void *arg) {
+  for (md__exec **pp = &d->parked; *pp;) {
+    md__exec *x = *pp;
+    if (!match(x, arg)) {
+      pp = &x->next;
+      continue;
+    }
+    *pp = x->next;
+    x->next = d->q_head;
+    d->q_head = x;
+    if (!d->q_tail) d->q_tail = x;
+  }
+  pthread_cond_broadcast(&d->q_cond);
+}
+
+static int match_all(const md__exec *x, const void *arg) { return (void)x, (void)arg, 1; }
+static int match_event(const md__exec *x, const void *arg) { return x->ee == arg; }
+static int match_client(const md__exec *x, const void *arg) { return x->client == *(const md_handle *)arg; }
+
+void md__stall_release_client(md_device *d, md_handle client) {
+  pthread_mutex_lock(&d->q_lock);
+  if (d->parked) release_parked(d, match_client, &client);
+  pthread_mutex_unlock(&d->q_lock);
+}
+
 void md__executor_stop(md_device *d) {
   pthread_mutex_lock(&d->q_lock);
+  /* Nothing is left parked: a stalled execution runs before the device closes. */
+  if (d->parked) release_parked(d, match_all, NULL);
   d->stopping = true;
   pthread_cond_broadcast(&d->q_cond);
   uint32_t n = d->n_workers;
@@ -134,6 +172,12 @@ md_status md__wait_event(md_device *d, md_handle client, md_handle event, uint64
     return st;
   }
   md__event *ev = ee->obj;
+  if (timeout_ns == UINT64_MAX) {
+    /* A wait without deadline releases its execution if a fault plan stalled it. */
+    pthread_mutex_lock(&d->q_lock);
+    if (d->parked) release_parked(d, match_event, ee);
+    pthread_mutex_unlock(&d->q_lock);
+  }
   pthread_mutex_lock(&ev->lock);
   if (!ev->done && timeout_ns != UINT64_MAX) {
     struct timespec dl;
@@ -157,6 +201,8 @@ md_status md__wait_event(md_device *d, md_handle client, md_handle event, uint64
   }
   pthread_mutex_unlock(&ev->lock);
   if (!done) {
+    /* Mutant: a wait that times out consumes the event (SPEC 4: it stays valid). */
+    if (MD_MUTANT(timed_out_wait_consumes)) md__handle_kill(&d->ht, ee, event);
     st = md__fail(MD_MISSED_DEADLINE_TRANSIENT, "wait_event: event 0x%016llx: not finished within %llu ns",
                   (unsigned long long)event, (unsigned long long)timeout_ns);
   } else if (!md__handle_kill(&d->ht, ee, event)) {

@@ -43,6 +43,9 @@ struct md__exec {
   md__pool_plan *plans;      /* per request pool, during validation */
   md_timing timing;
   bool inject_kfail;         /* a fault plan's kernel_fail: the first kernel reports it */
+  bool stall;                /* a fault plan's stall: an async execution is parked before it
+                                runs until a wait without deadline, its client's or its device's
+                                close releases it (exec_async.c) */
   char inject_msg[192];
   /* in, out, maps, tok, shapes and plans live in the same allocation, after this struct */
 };

@@ -267,11 +267,16 @@ md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_han
     if (st != MD_NONE) goto fail;
   }
   /* The backend's fault point (fault plans count valid executions): kernel_fail is reported
-   * by this execution's first kernel; device_lost fails the call itself. */
+   * by this execution's first kernel; stall parks an async execution until it is released
+   * (exec_async.c; a synchronous one runs as usual); device_lost fails the call itself. */
   st = md__fault_point(d, MD_FAULT_EXECUTION, fn);
   if (st == MD_GENERAL_FAILURE) {
     x->inject_kfail = true;
     snprintf(x->inject_msg, sizeof x->inject_msg, "%s", md__last_error());
+    md__clear_error();
+    st = MD_NONE;
+  } else if (st == MD_MISSED_DEADLINE_TRANSIENT) {
+    x->stall = true;
     md__clear_error();
     st = MD_NONE;
   }

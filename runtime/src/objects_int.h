@@ -164,6 +164,8 @@ void md__event_destroy(md_device *d, md__event *ev);
  * fails with DEVICE_UNAVAILABLE ("the device is closing"), lets the workers run every queued
  * execution, and joins them. Called once, by close_device, after every handle was killed. */
 void md__executor_stop(md_device *d);
+/* Releases the executions of `client` that a fault plan's stall@N parked (close_client). */
+void md__stall_release_client(md_device *d, md_handle client);
 
 /* ---- the entry points (md_driver's calls; SPEC section named for each) ---- */
 

@@ -23,8 +23,8 @@
 #define ID_MASK (MD_SIM_DEVPTR_TAG_MASK | (0xFFull << OFF_BITS))
 #define MSG_MAX 256u
 
-typedef enum fault_kind { F_ALLOC = 0, F_COPY = 1, F_KERNEL = 2, F_LOST = 3, F_KINDS = 4 } fault_kind;
-static const char *const fault_names[F_KINDS] = {"alloc_fail", "copy_fail", "kernel_fail", "device_lost"};
+typedef enum fault_kind { F_ALLOC = 0, F_COPY = 1, F_KERNEL = 2, F_LOST = 3, F_STALL = 4, F_KINDS = 5 } fault_kind;
+static const char *const fault_names[F_KINDS] = {"alloc_fail", "copy_fail", "kernel_fail", "device_lost", "stall"};
 
 typedef struct fault {
   fault_kind kind;
@@ -160,7 +160,7 @@ static md_status faults_parse(md_backend *b, const char *plan, char *err, size_t
       if ((int)strlen(fault_names[j]) == klen && strncmp(item, fault_names[j], (size_t)klen) == 0) k = j;
     if (k < 0)
       return md_backend_fail(err, errlen, MD_INVALID_ARGUMENT,
-                  "faults: '%.*s': unknown kind '%.*s' (alloc_fail, copy_fail, kernel_fail, device_lost)", len,
+                  "faults: '%.*s': unknown kind '%.*s' (alloc_fail, copy_fail, kernel_fail, device_lost, stall)", len,
                   item, klen, item);
     const char *num = at + 1, *stop = item + len;
     if (num == stop) return md_backend_fail(err, errlen, MD_INVALID_ARGUMENT, "faults: '%.*s': missing count", len, item);
@@ -253,6 +253,8 @@ static md_status sim_fault_point(md_backend *b, md_fault_site site, char *err, s
       }
       if (fault_fires(b, F_KERNEL, n))
         return md_backend_fail(err, errlen, MD_GENERAL_FAILURE, "sim: injected kernel failure (kernel_fail@%" PRIu64 ")", n);
+      if (fault_fires(b, F_STALL, n))
+        return md_backend_fail(err, errlen, MD_MISSED_DEADLINE_TRANSIENT, "sim: execution %" PRIu64 " stalled (stall@%" PRIu64 ")", n, n);
       break;
   }
   return MD_NONE;

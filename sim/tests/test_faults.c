@@ -59,6 +59,18 @@ Test(faults, copy_and_kernel_fail_fire_at_their_own_numbers) {
   cr_expect_eq(simt_stats().lost, 0);
 }
 
+Test(faults, stall_fires_at_its_execution_number_and_precedes_nothing) {
+  simt_open(16 * MIB, "stall@2,kernel_fail@3,stall@3", 0);
+  char err[256] = "";
+  cr_expect_eq(point(MD_FAULT_EXECUTION, err, sizeof err), MD_NONE);
+  cr_expect_eq(point(MD_FAULT_ALLOCATE, err, sizeof err), MD_NONE, "other sites keep their own numbers");
+  cr_expect_eq(point(MD_FAULT_EXECUTION, err, sizeof err), MD_MISSED_DEADLINE_TRANSIENT, "the 2nd execution");
+  cr_expect_str_eq(err, "sim: execution 2 stalled (stall@2)");
+  cr_expect_eq(point(MD_FAULT_EXECUTION, err, sizeof err), MD_GENERAL_FAILURE, "kernel_fail wins over stall");
+  cr_expect_eq(point(MD_FAULT_EXECUTION, err, sizeof err), MD_NONE);
+  cr_expect_eq(simt_stats().common.faults_fired, 2);
+}
+
 static void counting_kernel(const md_kernel_call *c, md_kernel_status *st) {
   atomic_fetch_add((_Atomic int *)c->user, 1);
 }
@@ -137,6 +149,8 @@ ParameterizedTestParameters(faults, malformed_plan_is_invalid_argument_naming_th
       {"alloc_fail@", "faults: 'alloc_fail@': missing count"},
       {"foo@1", "faults: 'foo@1': unknown kind 'foo'"},
       {"alloc_fail@0", "faults: 'alloc_fail@0': count must be >= 1"},
+      {"stall@0", "faults: 'stall@0': count must be >= 1"},
+      {"stall", "faults: 'stall': missing '@N'"},
       {"alloc_fail@x", "faults: 'alloc_fail@x': count 'x' is not a number"},
       {"alloc_fail@1x", "'alloc_fail@1x'"},
       {"alloc_fail@-1", "'alloc_fail@-1'"},

@@ -119,8 +119,11 @@ typedef struct md_backend_ops {
    *   ALLOCATE   RESOURCE_EXHAUSTED_TRANSIENT (alloc_fail@N)
    *   COPY       GENERAL_FAILURE (copy_fail@N)
    *   EXECUTION  GENERAL_FAILURE (kernel_fail@N: the runtime reports it as the execution's
-   *              kernel status) or DEVICE_UNAVAILABLE (device_lost@N: the device is lost,
-   *              every later backend call fails with DEVICE_UNAVAILABLE). */
+   *              kernel status), DEVICE_UNAVAILABLE (device_lost@N: the device is lost,
+   *              every later backend call fails with DEVICE_UNAVAILABLE) or
+   *              MISSED_DEADLINE_TRANSIENT (stall@N: not a failure; an asynchronous execution
+   *              is held before it runs until a wait_event without deadline, its client's
+   *              close or its device's close releases it; a synchronous one runs as usual). */
   md_status (*fault_point)(md_backend *b, md_fault_site site, char *err, size_t errlen);
 
   /* Optional (NULL, or a table whose struct_size ends before it: no time model). The
