@@ -324,6 +324,320 @@ static int store_case(mdc_store *store, int *store_ok, const mdc_cli__case *c, m
   return 0;
 }
 
+/* ---- the steps of a run ------------------------------------------------------------------- */
+
+/* The cases: every trace named by its header, in path order; the shard keeps its share. Takes
+ * the strings of *paths. A baseline entry that names no case is warned about. 0, or -1. */
+static int make_cases(const mdc_cli__replay_opts *o, const char *who, mdc_cli__paths *paths,
+                      const mdc_cli__baseline *base, mdc_cli__run *run) {
+  run->cases = calloc(paths->n ? paths->n : 1, sizeof *run->cases);
+  if (!run->cases) {
+    mdc_cli__paths_free(paths);
+    return -1;
+  }
+  for (size_t i = 0; i < paths->n; i++) {
+    mdc_trace_header h;
+    char herr[256];
+    const char *name = paths->v[i];
+    int header_ok = mdc_trace_read_header(paths->v[i], &h, herr, sizeof herr) == 0;
+    if (header_ok && h.name[0]) name = h.name;
+    if (o->shard_n > 1 && mdc_cli__shard_of(name, o->shard_n) != o->shard_i) {
+      free(paths->v[i]);
+      continue;
+    }
+    mdc_cli__case *c = &run->cases[run->n++];
+    c->path = paths->v[i];
+    c->rules = header_ok && h.rules[0] ? strdup(h.rules) : NULL;
+    c->must_pass = !header_ok || h.must_pass;
+    snprintf(c->name, sizeof c->name, "%s", name);
+    c->case_id = -1;
+  }
+  free(paths->v);
+  paths->v = NULL;
+  paths->n = 0;
+  /* A baseline entry that names no trace of this run is most likely a typo or a renamed trace:
+   * say so (it is not an error: a shard runs part of the corpus). */
+  for (size_t b = 0; b < base->n && o->shard_n <= 1 && !o->quiet; b++) {
+    int used = 0;
+    for (size_t i = 0; i < run->n && !used; i++)
+      used = strcmp(base->names[b], run->cases[i].name) == 0 || strcmp(base->names[b], run->cases[i].path) == 0;
+    if (!used) {
+      char safe[300];
+      mdc_cli__terminal_safe(base->names[b], safe, sizeof safe);
+      fprintf(stderr, "%s: warning: baseline %s lists '%s', which no trace of this run is named\n", who,
+              o->baseline, safe);
+    }
+  }
+  return 0;
+}
+
+/* Loads the driver and opens a device with --config (and each --differential backend) in a
+ * child, filling the run's driver, backend and device. A driver that cannot do so would fail
+ * every case the same way: a usage error, named, before anything runs. MDC_EXIT_OK or _USAGE. */
+static int probe_driver(const mdc_cli__replay_opts *o, const char *who, mdc_cli__run *run, probe_msg *pm) {
+  char err[1024];
+  if (probe(o->driver, o->config, o->timeout_s, pm, err, sizeof err)) {
+    fprintf(stderr, "%s: driver %s: %s\n", who, o->driver ? o->driver : "(reference)", err);
+    return MDC_EXIT_USAGE;
+  }
+  snprintf(run->driver_name, sizeof run->driver_name, "%s", pm->name);
+  snprintf(run->driver_version, sizeof run->driver_version, "%s", pm->version);
+  snprintf(run->backend, sizeof run->backend, "%.31s", pm->opened ? pm->caps.backend : "unknown");
+  snprintf(run->device, sizeof run->device, "%.63s", pm->opened ? pm->caps.device_name : "unknown");
+  if (!pm->opened) {
+    fprintf(stderr, "%s: --config '%s': the driver loaded but cannot open a device with it: %s\n", who,
+            o->config, pm->err);
+    return MDC_EXIT_USAGE;
+  }
+  for (int k = 0; o->diff_a && k < 2; k++) {
+    const char *b = k ? o->diff_b : o->diff_a;
+    char forced[64], merged[1024];
+    probe_msg bm;
+    snprintf(forced, sizeof forced, "backend=%s", b);
+    const char *why = NULL;
+    if (md_config_merge(forced, o->config, merged, sizeof merged) >= sizeof merged) why = "--config is too long";
+    else if (probe(o->driver, merged, o->timeout_s, &bm, err, sizeof err)) why = err;
+    else if (!bm.opened) why = bm.err;
+    if (why) {
+      fprintf(stderr, "%s: --differential: the driver cannot open a device on backend '%s': %s\n", who, b, why);
+      return MDC_EXIT_USAGE;
+    }
+  }
+  if (o->diff_a) snprintf(run->backend, sizeof run->backend, "%.15s,%.15s", o->diff_a, o->diff_b);
+  return MDC_EXIT_OK;
+}
+
+/* Opens the results store (o->db; nothing with --no-db) and begins the run in it.
+ * MDC_EXIT_OK, or MDC_EXIT_STORE with the reason on stderr. */
+static int open_store(const mdc_cli__replay_opts *o, const char *who, const md_config *cfg, const probe_msg *pm,
+                      mdc_cli__run *run, mdc_store **store, int64_t *run_id) {
+  *store = NULL;
+  *run_id = -1;
+  if (!o->db) return MDC_EXIT_OK;
+  char err[1024];
+  struct stat dst;
+  if (!o->db[0]) {
+    fprintf(stderr, "%s: --db '': the results store needs a file name (or --no-db)\n", who);
+    return MDC_EXIT_STORE;
+  }
+  if (strcmp(o->db, ":memory:") != 0 && stat(o->db, &dst) == 0 && !S_ISREG(dst.st_mode)) {
+    fprintf(stderr, "%s: results store '%s': not a regular file (a store is a SQLite file)\n", who, o->db);
+    return MDC_EXIT_STORE;
+  }
+  if (strcmp(o->db, ":memory:") != 0 && mdc_cli__mkdir_parent(o->db) != 0) {
+    fprintf(stderr, "%s: cannot create the folder of '%s': %s\n", who, o->db, strerror(errno));
+    return MDC_EXIT_STORE;
+  }
+  if (mdc_store_open(o->db, store, err, sizeof err)) {
+    fprintf(stderr, "%s: %s\n", who, err);
+    return MDC_EXIT_STORE;
+  }
+  mdc_run_info ri = {.kind = o->kind ? o->kind : "replay", .driver_name = pm->name,
+                     .driver_version = pm->version, .driver_path = o->driver ? o->driver : "(reference)",
+                     .backend = run->backend, .device = run->device, .config = o->config,
+                     .seed = cfg->seed, .has_seed = cfg->has_seed,
+                     .shard_index = o->shard_n > 1 ? o->shard_i : 0,
+                     .shard_count = o->shard_n > 1 ? o->shard_n : 1};
+  if (mdc_store_run_begin(*store, &ri, run_id, run->uuid)) {
+    fprintf(stderr, "%s: %s\n", who, mdc_store_error(*store));
+    mdc_store_close(*store);
+    *store = NULL;
+    return MDC_EXIT_STORE;
+  }
+  return MDC_EXIT_OK;
+}
+
+/* The scheduler of a run: cases queued, children running, first attempts kept for re-runs. */
+typedef struct sched {
+  const mdc_cli__replay_opts *o;
+  const char *who;
+  mdc_cli__run *run;
+  const mdc_cli__baseline *base;
+  mdc_store *store;
+  int64_t run_id;
+  int store_ok, tty, jobs, active;
+  slot *slots;
+  struct pollfd *pfds;
+  size_t *queue, qhead, qtail, done;  /* case indexes to (re)run; a flake re-run goes to its end */
+  mdc_result *first;                  /* per case: its first attempt's result and status */
+  mdc_status *first_status;
+  char *has_first;
+} sched;
+
+static int sched_init(sched *k) {
+  k->jobs = k->o->jobs > 0 ? k->o->jobs : 1;
+  size_t n = k->run->n ? k->run->n : 1;
+  k->slots = calloc((size_t)k->jobs, sizeof *k->slots);
+  k->pfds = calloc((size_t)k->jobs, sizeof *k->pfds);
+  k->queue = calloc(2 * n + 1, sizeof *k->queue);
+  k->first = calloc(n, sizeof *k->first);
+  k->first_status = calloc(n, sizeof *k->first_status);
+  k->has_first = calloc(n, 1);
+  if (!k->slots || !k->pfds || !k->queue || !k->first || !k->first_status || !k->has_first) return -1;
+  for (size_t i = 0; i < k->run->n; i++) k->queue[k->qtail++] = i;
+  k->tty = !k->o->quiet && isatty(STDERR_FILENO);
+  return 0;
+}
+
+static void sched_free(sched *k) {
+  free(k->slots);
+  free(k->pfds);
+  free(k->queue);
+  free(k->first);
+  free(k->first_status);
+  free(k->has_first);
+}
+
+/* A case's final status: stored, counted, shown. */
+static void finalize(sched *k, mdc_cli__case *c, mdc_status final) {
+  final = not_must_pass(c, final);
+  set_status(k->run, c, final);
+  k->done++;
+  store_case(k->store, &k->store_ok, c, final, k->who, k->tty);
+}
+
+/* Stop (SIGINT/SIGTERM): kill what runs (a first attempt killed has no verdict: it stays
+ * Running, the case the signal interrupted); a failure waiting for, or in, its re-run keeps its
+ * first result, which is written: no verdict mdc has is lost. */
+static void sched_stop(sched *k) {
+  for (int i = 0; i < k->active; i++) mdc_cli__child_end(&k->slots[i].ch, NULL, 0);
+  k->active = 0;
+  for (size_t ci = 0; ci < k->run->n; ci++) {
+    mdc_cli__case *c = &k->run->cases[ci];
+    if (c->finished || !k->has_first[ci]) continue;
+    c->res = k->first[ci];
+    finalize(k, c, k->first_status[ci]);
+  }
+}
+
+/* Starts queued cases while a slot is free (a case's store row is committed first). */
+static void sched_fill(sched *k) {
+  while (k->active < k->jobs && k->qhead < k->qtail && k->store_ok) {
+    size_t ci = k->queue[k->qhead++];
+    mdc_cli__case *c = &k->run->cases[ci];
+    if (k->store && c->attempts == 0 && mdc_store_case_begin(k->store, k->run_id, c->name, c->path, &c->case_id)) {
+      fprintf(stderr, "%s%s: %s (stopping; results written so far are kept)\n", k->tty ? "\n" : "", k->who,
+              mdc_store_error(k->store));
+      k->store_ok = 0;
+      break;
+    }
+    if (start_case(k->o, c, ci, &k->slots[k->active])) {
+      fprintf(stderr, "%s: fork: %s\n", k->who, strerror(errno));
+      exit(MDC_EXIT_USAGE);
+    }
+    c->attempts++;
+    k->active++;
+    progress(k->run, k->done, c->name, k->tty);
+  }
+}
+
+/* Waits for a child to write or exit, or for the nearest deadline (no sleeping). */
+static void sched_wait(sched *k) {
+  double next = k->slots[0].ch.deadline;
+  int cap = -1;
+  for (int i = 0; i < k->active; i++) {
+    k->pfds[i] = (struct pollfd){.fd = mdc_cli__child_poll_fd(&k->slots[i].ch), .events = POLLIN};
+    if (k->slots[i].ch.deadline < next) next = k->slots[i].ch.deadline;
+    int c = mdc_cli__child_poll_ms(&k->slots[i].ch);
+    if (c >= 0 && (cap < 0 || c < cap)) cap = c;
+  }
+  double left = next - mdc_cli__now();
+  int ms = left <= 0 ? 0 : (int)ceil(left * 1000);
+  if (cap >= 0 && cap < ms) ms = cap;
+  if (poll(k->pfds, (nfds_t)k->active, ms) < 0 && errno != EINTR) {
+    fprintf(stderr, "%s: poll: %s\n", k->who, strerror(errno));
+    exit(MDC_EXIT_USAGE);
+  }
+}
+
+/* One attempt of case ci ended with st/res: queue its one re-run (a first failure, not in the
+ * baseline), or settle its final status: Flake (a re-run passed), the first failure (a re-run
+ * failed too), ExpectedFail / UnexpectedPass (baseline), or st. */
+static void attempt_done(sched *k, size_t ci, mdc_status st, const mdc_result *res) {
+  const mdc_cli__replay_opts *o = k->o;
+  mdc_cli__case *c = &k->run->cases[ci];
+  int listed = mdc_cli__baseline_has(k->base, c->name) || mdc_cli__baseline_has(k->base, c->path);
+  if (c->attempts == 1) {
+    k->first[ci] = *res;
+    k->first_status[ci] = st;
+    k->has_first[ci] = 1;
+    if (!listed && o->rerun_failures && (st == MDC_S_FAIL || st == MDC_S_CRASH) && k->store_ok) {
+      k->queue[k->qtail++] = ci; /* one re-run: a pass then makes it a Flake */
+      return;
+    }
+  }
+  mdc_status final = st;
+  c->res = *res;
+  if (c->attempts > 1) {
+    c->res = k->first[ci];
+    final = st == MDC_S_PASS ? MDC_S_FLAKE : k->first_status[ci];
+    if (st == MDC_S_PASS) {
+      char m[sizeof c->res.message];
+      snprintf(m, sizeof m, "passed on re-run; first run: %s: %.900s", mdc_cli__status_name(k->first_status[ci]),
+               k->first[ci].message);
+      snprintf(c->res.message, sizeof c->res.message, "%s", m);
+    }
+  } else if (listed) {
+    if (st == MDC_S_PASS) {
+      final = MDC_S_UNEXPECTED_PASS;
+      snprintf(c->res.message, sizeof c->res.message, "listed in baseline %s as a known failure, but passed", o->baseline);
+    } else if (st != MDC_S_NOT_SUPPORTED) {
+      final = MDC_S_EXPECTED_FAIL;
+    }
+  }
+  finalize(k, c, final);
+  progress(k->run, k->done, c->name, k->tty);
+}
+
+/* Runs every queued case to its end (or until SIGINT/SIGTERM or a store failure stops it). */
+static void sched_run(sched *k) {
+  /* No SA_RESTART, so poll() returns at once with EINTR. */
+  struct sigaction stop_act = {.sa_handler = on_stop}, old_int, old_term;
+  sigemptyset(&stop_act.sa_mask);
+  stop_signal = 0;
+  sigaction(SIGINT, &stop_act, &old_int);
+  sigaction(SIGTERM, &stop_act, &old_term);
+  while (k->active > 0 || (k->qhead < k->qtail && k->store_ok)) {
+    if (stop_signal) {
+      sched_stop(k);
+      break;
+    }
+    sched_fill(k);
+    if (!k->active) break;
+    sched_wait(k);
+    if (stop_signal) continue; /* a child the same signal ended is not a Crash: it was stopped */
+    double t = mdc_cli__now();
+    for (int i = 0; i < k->active;) {
+      slot *s = &k->slots[i];
+      if (!mdc_cli__child_step(&s->ch, t)) {
+        i++;
+        continue;
+      }
+      mdc_result res;
+      mdc_status st = finish_case(s, k->o->timeout_s, &res);
+      k->run->cases[s->ci].duration_s += mdc_cli__now() - s->ch.t0;
+      attempt_done(k, s->ci, st, &res);
+      k->slots[i] = k->slots[--k->active];
+    }
+  }
+  sigaction(SIGINT, &old_int, NULL);
+  sigaction(SIGTERM, &old_term, NULL);
+  k->run->interrupted_by = stop_signal;
+  if (k->tty) fprintf(stderr, "\r\033[K");
+}
+
+/* Cases the store or a signal stopped: not run (or not finished), counted as nothing. */
+static void drop_unfinished(mdc_cli__run *run) {
+  size_t k = 0;
+  for (size_t i = 0; i < run->n; i++)
+    if (run->cases[i].finished) run->cases[k++] = run->cases[i];
+    else {
+      run->stopped_running += run->cases[i].attempts > 0;
+      free(run->cases[i].path), free(run->cases[i].rules);
+    }
+  run->n = k;
+}
+
 int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
   memset(run, 0, sizeof *run);
   const char *who = opts->kind && strcmp(opts->kind, "mutants") == 0 ? "mdc mutants" : "mdc replay";
@@ -355,298 +669,42 @@ int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
     mdc_cli__paths_free(&paths);
     return MDC_EXIT_USAGE;
   }
-  /* The cases: every trace named by its header, in path order; the shard keeps its share. */
-  run->cases = calloc(paths.n, sizeof *run->cases);
-  if (!run->cases) {
-    mdc_cli__paths_free(&paths);
-    mdc_cli__baseline_free(&base);
-    return MDC_EXIT_USAGE;
-  }
-  for (size_t i = 0; i < paths.n; i++) {
-    mdc_trace_header h;
-    char herr[256];
-    const char *name = paths.v[i];
-    int header_ok = mdc_trace_read_header(paths.v[i], &h, herr, sizeof herr) == 0;
-    if (header_ok && h.name[0]) name = h.name;
-    if (o->shard_n > 1 && mdc_cli__shard_of(name, o->shard_n) != o->shard_i) {
-      free(paths.v[i]);
-      continue;
-    }
-    mdc_cli__case *c = &run->cases[run->n++];
-    c->path = paths.v[i];
-    c->rules = header_ok && h.rules[0] ? strdup(h.rules) : NULL;
-    c->must_pass = !header_ok || h.must_pass;
-    snprintf(c->name, sizeof c->name, "%s", name);
-    c->case_id = -1;
-  }
-  free(paths.v);
-  /* A baseline entry that names no trace of this run is most likely a typo or a renamed trace:
-   * say so (it is not an error: a shard runs part of the corpus). */
-  for (size_t b = 0; b < base.n && o->shard_n <= 1 && !o->quiet; b++) {
-    int used = 0;
-    for (size_t i = 0; i < run->n && !used; i++)
-      used = strcmp(base.names[b], run->cases[i].name) == 0 || strcmp(base.names[b], run->cases[i].path) == 0;
-    if (!used) {
-      char safe[300];
-      mdc_cli__terminal_safe(base.names[b], safe, sizeof safe);
-      fprintf(stderr, "%s: warning: baseline %s lists '%s', which no trace of this run is named\n", who,
-              o->baseline, safe);
-    }
-  }
-
-  int rc = MDC_EXIT_OK;
   probe_msg pm;
-  if (probe(o->driver, o->config, o->timeout_s, &pm, err, sizeof err)) {
-    fprintf(stderr, "%s: driver %s: %s\n", who, o->driver ? o->driver : "(reference)", err);
+  sched k = {.o = o, .who = who, .run = run, .base = &base, .store_ok = 1};
+  int rc = make_cases(o, who, &paths, &base, run) ? MDC_EXIT_USAGE : MDC_EXIT_OK;
+  if (rc == MDC_EXIT_OK) rc = probe_driver(o, who, run, &pm);
+  if (rc == MDC_EXIT_OK) rc = open_store(o, who, &cfg, &pm, run, &k.store, &k.run_id);
+  if (rc != MDC_EXIT_OK) {
     mdc_cli__baseline_free(&base);
-    return MDC_EXIT_USAGE;
+    return rc;
   }
-  snprintf(run->driver_name, sizeof run->driver_name, "%s", pm.name);
-  snprintf(run->driver_version, sizeof run->driver_version, "%s", pm.version);
-  snprintf(run->backend, sizeof run->backend, "%.31s", pm.opened ? pm.caps.backend : "unknown");
-  snprintf(run->device, sizeof run->device, "%.63s", pm.opened ? pm.caps.device_name : "unknown");
-  /* A config the driver cannot open a device with would fail every case the same way: it is a
-   * usage error, named, before anything runs. */
-  if (!pm.opened) {
-    fprintf(stderr, "%s: --config '%s': the driver loaded but cannot open a device with it: %s\n", who,
-            o->config, pm.err);
-    mdc_cli__baseline_free(&base);
-    return MDC_EXIT_USAGE;
-  }
-  /* A differential run needs both backends: one the driver cannot open is named before anything
-   * runs (else every case would fail the same way). */
-  for (int k = 0; o->diff_a && k < 2; k++) {
-    const char *b = k ? o->diff_b : o->diff_a;
-    char forced[64], merged[1024];
-    probe_msg bm;
-    snprintf(forced, sizeof forced, "backend=%s", b);
-    const char *why = NULL;
-    if (md_config_merge(forced, o->config, merged, sizeof merged) >= sizeof merged) why = "--config is too long";
-    else if (probe(o->driver, merged, o->timeout_s, &bm, err, sizeof err)) why = err;
-    else if (!bm.opened) why = bm.err;
-    if (why) {
-      fprintf(stderr, "%s: --differential: the driver cannot open a device on backend '%s': %s\n", who, b, why);
-      mdc_cli__baseline_free(&base);
-      return MDC_EXIT_USAGE;
-    }
-  }
-  if (o->diff_a) snprintf(run->backend, sizeof run->backend, "%.15s,%.15s", o->diff_a, o->diff_b);
-
-  /* The store: a case row is committed before its case starts, so a killed run leaves it
-   * 'Running'. A store failure stops the run (no new cases) but keeps what is written. */
-  mdc_store *store = NULL;
-  int64_t run_id = -1;
-  int store_ok = 1;
-  if (o->db) {
-    struct stat dst;
-    if (!o->db[0]) {
-      fprintf(stderr, "%s: --db '': the results store needs a file name (or --no-db)\n", who);
-      mdc_cli__baseline_free(&base);
-      return MDC_EXIT_STORE;
-    }
-    if (strcmp(o->db, ":memory:") != 0 && stat(o->db, &dst) == 0 && !S_ISREG(dst.st_mode)) {
-      fprintf(stderr, "%s: results store '%s': not a regular file (a store is a SQLite file)\n", who, o->db);
-      mdc_cli__baseline_free(&base);
-      return MDC_EXIT_STORE;
-    }
-    if (strcmp(o->db, ":memory:") != 0 && mdc_cli__mkdir_parent(o->db) != 0) {
-      fprintf(stderr, "%s: cannot create the folder of '%s': %s\n", who, o->db, strerror(errno));
-      mdc_cli__baseline_free(&base);
-      return MDC_EXIT_STORE;
-    }
-    if (mdc_store_open(o->db, &store, err, sizeof err)) {
-      fprintf(stderr, "%s: %s\n", who, err);
-      mdc_cli__baseline_free(&base);
-      return MDC_EXIT_STORE;
-    }
-    mdc_run_info ri = {.kind = o->kind ? o->kind : "replay", .driver_name = pm.name,
-                       .driver_version = pm.version, .driver_path = o->driver ? o->driver : "(reference)",
-                       .backend = run->backend, .device = run->device, .config = config,
-                       .seed = cfg.seed, .has_seed = cfg.has_seed,
-                       .shard_index = o->shard_n > 1 ? o->shard_i : 0,
-                       .shard_count = o->shard_n > 1 ? o->shard_n : 1};
-    if (mdc_store_run_begin(store, &ri, &run_id, run->uuid)) {
-      fprintf(stderr, "%s: %s\n", who, mdc_store_error(store));
-      mdc_store_close(store);
-      mdc_cli__baseline_free(&base);
-      return MDC_EXIT_STORE;
-    }
-  }
-
-  int jobs = o->jobs > 0 ? o->jobs : 1;
-  slot *slots = calloc((size_t)jobs, sizeof *slots);
-  struct pollfd *pfds = calloc((size_t)jobs, sizeof *pfds);
-  /* The queue: case indexes to (re)run; a flake re-run goes to its end. */
-  size_t *queue = calloc(2 * run->n + 1, sizeof *queue);
-  if (!slots || !pfds || !queue) {
+  if (sched_init(&k)) {
     fprintf(stderr, "%s: out of memory\n", who);
     exit(MDC_EXIT_USAGE);
   }
-  size_t qhead = 0, qtail = 0, done = 0;
-  for (size_t i = 0; i < run->n; i++) queue[qtail++] = i;
-  int active = 0, tty = !o->quiet && isatty(STDERR_FILENO);
-  mdc_result *first = calloc(run->n ? run->n : 1, sizeof *first); /* first attempt's result */
-  mdc_status *first_status = calloc(run->n ? run->n : 1, sizeof *first_status);
-  char *has_first = calloc(run->n ? run->n : 1, 1);
-  if (!first || !first_status || !has_first) exit(MDC_EXIT_USAGE);
-
-  /* SIGINT/SIGTERM: stop starting cases, kill the running ones (their rows stay Running), mark
-   * the run interrupted. No SA_RESTART, so poll() returns at once with EINTR. */
-  struct sigaction stop_act = {.sa_handler = on_stop}, old_int, old_term;
-  sigemptyset(&stop_act.sa_mask);
-  stop_signal = 0;
-  sigaction(SIGINT, &stop_act, &old_int);
-  sigaction(SIGTERM, &stop_act, &old_term);
-  while (active > 0 || (qhead < qtail && store_ok)) {
-    if (stop_signal) {
-      /* Stop: kill what runs (a first attempt killed has no verdict: it stays Running, the case
-       * the signal interrupted); a failure waiting for, or in, its re-run keeps its first
-       * result, which is written: no verdict mdc has is lost. */
-      for (int i = 0; i < active; i++) mdc_cli__child_end(&slots[i].ch, NULL, 0);
-      active = 0;
-      for (size_t ci = 0; ci < run->n; ci++) {
-        mdc_cli__case *c = &run->cases[ci];
-        if (c->finished || !has_first[ci]) continue;
-        c->res = first[ci];
-        mdc_status final = not_must_pass(c, first_status[ci]);
-        set_status(run, c, final);
-        done++;
-        store_case(store, &store_ok, c, final, who, tty);
-      }
-      break;
-    }
-    while (active < jobs && qhead < qtail && store_ok) {
-      size_t ci = queue[qhead++];
-      mdc_cli__case *c = &run->cases[ci];
-      if (store && c->attempts == 0 &&
-          mdc_store_case_begin(store, run_id, c->name, c->path, &c->case_id)) {
-        fprintf(stderr, "%s%s: %s (stopping; results written so far are kept)\n",
-                tty ? "\n" : "", who, mdc_store_error(store));
-        store_ok = 0;
-        break;
-      }
-      if (start_case(o, c, ci, &slots[active])) {
-        fprintf(stderr, "%s: fork: %s\n", who, strerror(errno));
-        exit(MDC_EXIT_USAGE);
-      }
-      c->attempts++;
-      active++;
-      progress(run, done, c->name, tty);
-    }
-    if (!active) break;
-    /* Wait for a child to write or exit, or for the nearest deadline (no sleeping). */
-    double next = slots[0].ch.deadline;
-    int cap = -1;
-    for (int i = 0; i < active; i++) {
-      pfds[i] = (struct pollfd){.fd = mdc_cli__child_poll_fd(&slots[i].ch), .events = POLLIN};
-      if (slots[i].ch.deadline < next) next = slots[i].ch.deadline;
-      int c = mdc_cli__child_poll_ms(&slots[i].ch);
-      if (c >= 0 && (cap < 0 || c < cap)) cap = c;
-    }
-    double left = next - mdc_cli__now();
-    int ms = left <= 0 ? 0 : (int)ceil(left * 1000);
-    if (cap >= 0 && cap < ms) ms = cap;
-    int r = poll(pfds, (nfds_t)active, ms);
-    if (r < 0 && errno != EINTR) {
-      fprintf(stderr, "%s: poll: %s\n", who, strerror(errno));
-      exit(MDC_EXIT_USAGE);
-    }
-    if (stop_signal) continue; /* a child the same signal ended is not a Crash: it was stopped */
-    double t = mdc_cli__now();
-    for (int i = 0; i < active;) {
-      slot *s = &slots[i];
-      if (!mdc_cli__child_step(&s->ch, t)) {
-        i++;
-        continue;
-      }
-      mdc_cli__case *c = &run->cases[s->ci];
-      mdc_result res;
-      mdc_status st = finish_case(s, o->timeout_s, &res);
-      double dur = mdc_cli__now() - s->ch.t0;
-      c->duration_s += dur;
-      int listed = mdc_cli__baseline_has(&base, c->name) || mdc_cli__baseline_has(&base, c->path);
-      int finished = 1;
-      if (c->attempts == 1) {
-        first[s->ci] = res;
-        first_status[s->ci] = st;
-        has_first[s->ci] = 1;
-        if (!listed && o->rerun_failures && (st == MDC_S_FAIL || st == MDC_S_CRASH) && store_ok) {
-          queue[qtail++] = s->ci; /* one re-run: a pass then makes it a Flake */
-          finished = 0;
-        }
-      }
-      if (finished) {
-        mdc_status final = st;
-        c->res = res;
-        if (c->attempts > 1) {
-          /* Re-run of a failure: a pass makes it a Flake (with the first failure's message);
-           * otherwise the first failure stands. */
-          c->res = first[s->ci];
-          final = st == MDC_S_PASS ? MDC_S_FLAKE : first_status[s->ci];
-          if (st == MDC_S_PASS) {
-            char m[sizeof c->res.message];
-            snprintf(m, sizeof m, "passed on re-run; first run: %s: %.900s", mdc_cli__status_name(first_status[s->ci]), first[s->ci].message);
-            snprintf(c->res.message, sizeof c->res.message, "%s", m);
-          }
-        } else if (listed) {
-          if (st == MDC_S_PASS) {
-            final = MDC_S_UNEXPECTED_PASS;
-            snprintf(c->res.message, sizeof c->res.message, "listed in baseline %s as a known failure, but passed", o->baseline);
-          } else if (st != MDC_S_NOT_SUPPORTED) {
-            final = MDC_S_EXPECTED_FAIL;
-          }
-        }
-        final = not_must_pass(c, final);
-        set_status(run, c, final);
-        done++;
-        store_case(store, &store_ok, c, final, who, tty);
-        progress(run, done, c->name, tty);
-      }
-      slots[i] = slots[--active];
-    }
-  }
-  sigaction(SIGINT, &old_int, NULL);
-  sigaction(SIGTERM, &old_term, NULL);
-  run->interrupted_by = stop_signal;
-  if (tty) fprintf(stderr, "\r\033[K");
+  sched_run(&k);
   run->duration_s = mdc_cli__now() - t_start;
-  if (!store_ok || run->interrupted_by) {
-    /* Cases the store or the signal stopped: not run (or not finished), counted as nothing. */
-    size_t k = 0;
-    for (size_t i = 0; i < run->n; i++)
-      if (run->cases[i].finished) run->cases[k++] = run->cases[i];
-      else {
-        run->stopped_running += run->cases[i].attempts > 0;
-        free(run->cases[i].path), free(run->cases[i].rules);
-      }
-    run->n = k;
-  }
+  if (!k.store_ok || run->interrupted_by) drop_unfinished(run);
   mdc_run_summary sum = {(uint32_t)run->n, run->count[MDC_S_PASS], run->count[MDC_S_FAIL],
                          run->count[MDC_S_CRASH], run->count[MDC_S_TIMEOUT], run->unexpected,
                          run->interrupted_by != 0};
-  if (store && store_ok && mdc_store_run_finish(store, run_id, &sum)) {
-    fprintf(stderr, "%s: %s\n", who, mdc_store_error(store));
-    store_ok = 0;
+  if (k.store && k.store_ok && mdc_store_run_finish(k.store, k.run_id, &sum)) {
+    fprintf(stderr, "%s: %s\n", who, mdc_store_error(k.store));
+    k.store_ok = 0;
   }
-  if (store) mdc_store_close(store);
+  if (k.store) mdc_store_close(k.store);
   /* --quiet drops the progress and the summary, never the JSON asked for. */
   if (o->json) {
     if (!o->quiet) summary(stderr, o, run);
-    print_json(o, run, store_ok);
+    print_json(o, run, k.store_ok);
   } else if (!o->quiet) {
     summary(stdout, o, run);
   }
   mdc_cli__reap_all();
-  free(slots);
-  free(pfds);
-  free(queue);
-  free(first);
-  free(first_status);
-  free(has_first);
+  sched_free(&k);
   mdc_cli__baseline_free(&base);
-  if (!store_ok) rc = MDC_EXIT_STORE;
-  else if (run->unexpected || run->interrupted_by) rc = MDC_EXIT_UNEXPECTED;
-  return rc;
+  if (!k.store_ok) return MDC_EXIT_STORE;
+  return run->unexpected || run->interrupted_by ? MDC_EXIT_UNEXPECTED : MDC_EXIT_OK;
 }
 
 void mdc_cli__run_free(mdc_cli__run *run) {
