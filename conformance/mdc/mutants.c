@@ -117,7 +117,26 @@ static int build_mutants(char *err, size_t errlen, int quiet) {
   return 0;
 }
 
-int mdc_cli__cmd_mutants(int argc, char **argv) {
+/* ---- the command ---------------------------------------------------------------------------- */
+
+/* What `mdc mutants` was asked (its options) and what it holds while it runs. */
+typedef struct mutants_cmd {
+  const char *db, *corpus, *mutants_so, *list;
+  const char *only[64];
+  size_t n_only;
+  int json, no_db;
+  mdc_cli__replay_opts o;
+  mutant *ms;
+  size_t n;
+  mdc_cli__run ref;        /* the reference run: only traces that pass there can kill a mutant */
+  mdc_store *store;
+  int64_t run_id;
+  int store_failed;
+  char run_uuid[37];
+} mutants_cmd;
+
+/* Options into *m. -1: go on; else the exit status. */
+static int parse_args(int argc, char **argv, mutants_cmd *m) {
   static const struct option opts[] = {
       {"json", no_argument, 0, 'J'},          {"corpus", required_argument, 0, 'c'},
       {"driver", required_argument, 0, 'D'}, {"list", required_argument, 0, 'l'},
@@ -125,39 +144,36 @@ int mdc_cli__cmd_mutants(int argc, char **argv) {
       {"timeout", required_argument, 0, 't'}, {"help", no_argument, 0, 'h'},
       {"db", required_argument, 0, 'd'},      {"no-db", no_argument, 0, 'n'},
       {0, 0, 0, 0}};
-  const char *db = "results/mdc.db";
-  int no_db = 0;
-  const char *corpus = MDC_REPO_ROOT "/conformance/traces", *mutants_so = NULL;
-  const char *list = MDC_REPO_ROOT "/conformance/mutants/mutants.txt";
-  const char *only[64];
-  size_t n_only = 0;
-  int json = 0, c;
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN), v;
-  mdc_cli__replay_opts o = {.config = "backend=auto", .timeout_s = 30, .shard_n = 1,
-                        .jobs = ncpu > 0 ? (int)ncpu : 1, .quiet = 1, .kind = "mutants",
-                        .silence_children = 1};
+  m->db = "results/mdc.db";
+  m->corpus = MDC_REPO_ROOT "/conformance/traces";
+  m->list = MDC_REPO_ROOT "/conformance/mutants/mutants.txt";
+  m->o = (mdc_cli__replay_opts){.config = "backend=auto", .timeout_s = 30, .shard_n = 1,
+                                .jobs = ncpu > 0 ? (int)ncpu : 1, .quiet = 1, .kind = "mutants",
+                                .silence_children = 1};
+  int c;
   optind = 1;
   opterr = 0;
   while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
     switch (c) {
-      case 'J': json = 1; break;
-      case 'c': corpus = optarg; break;
-      case 'D': mutants_so = optarg; break;
-      case 'l': list = optarg; break;
-      case 'd': db = optarg; break;
-      case 'n': no_db = 1; break;
+      case 'J': m->json = 1; break;
+      case 'c': m->corpus = optarg; break;
+      case 'D': m->mutants_so = optarg; break;
+      case 'l': m->list = optarg; break;
+      case 'd': m->db = optarg; break;
+      case 'n': m->no_db = 1; break;
       case 'o':
-        if (n_only < 64) only[n_only++] = optarg;
+        if (m->n_only < 64) m->only[m->n_only++] = optarg;
         break;
       case 'j':
         if (mdc_cli__parse_int(optarg, 1, 1024, &v)) {
           fprintf(stderr, "mdc mutants: --jobs '%s': want 1..1024\n", optarg);
           return MDC_EXIT_USAGE;
         }
-        o.jobs = (int)v;
+        m->o.jobs = (int)v;
         break;
       case 't':
-        if (mdc_cli__parse_seconds(optarg, &o.timeout_s)) {
+        if (mdc_cli__parse_seconds(optarg, &m->o.timeout_s)) {
           fprintf(stderr, "mdc mutants: --timeout '%s': want seconds > 0\n", optarg);
           return MDC_EXIT_USAGE;
         }
@@ -175,193 +191,222 @@ int mdc_cli__cmd_mutants(int argc, char **argv) {
     fprintf(stderr, "mdc mutants: unexpected argument '%s'\n", argv[optind]);
     return MDC_EXIT_USAGE;
   }
-  mutant *ms;
-  size_t n;
-  if (load_list(list, &ms, &n)) return MDC_EXIT_USAGE;
-  /* An --only that names no mutant of the list is a typo, not "0 of 0 killed". */
-  for (size_t k = 0; k < n_only; k++) {
+  m->o.paths = &m->corpus;
+  m->o.n_paths = 1;
+  return -1;
+}
+
+static int wanted(const mutants_cmd *m, const char *name) {
+  if (m->n_only == 0) return 1;
+  for (size_t k = 0; k < m->n_only; k++)
+    if (strcmp(m->only[k], name) == 0) return 1;
+  return 0;
+}
+
+/* Loads the list; an --only that names no mutant of it is a typo, not "0 of 0 killed". */
+static int load_mutants(mutants_cmd *m) {
+  if (load_list(m->list, &m->ms, &m->n)) return MDC_EXIT_USAGE;
+  for (size_t k = 0; k < m->n_only; k++) {
     int known = 0;
-    for (size_t i = 0; i < n && !known; i++) known = strcmp(only[k], ms[i].name) == 0;
+    for (size_t i = 0; i < m->n && !known; i++) known = strcmp(m->only[k], m->ms[i].name) == 0;
     if (!known) {
-      fprintf(stderr, "mdc mutants: --only '%s': no such mutant in %s\n", only[k], list);
-      free(ms);
+      fprintf(stderr, "mdc mutants: --only '%s': no such mutant in %s\n", m->only[k], m->list);
       return MDC_EXIT_USAGE;
     }
   }
-  if (n == 0) {
-    fprintf(stderr, "mdc mutants: %s lists no mutant\n", list);
-    free(ms);
+  if (m->n == 0) {
+    fprintf(stderr, "mdc mutants: %s lists no mutant\n", m->list);
     return MDC_EXIT_USAGE;
   }
-  o.paths = &corpus;
-  o.n_paths = 1;
+  return -1;
+}
 
-  /* The reference run: only traces that pass there can kill a mutant. */
-  mdc_cli__run ref;
-  int rc = mdc_cli__replay(&o, &ref);
-  if (ref.interrupted_by) {
-    int sig = ref.interrupted_by;
-    mdc_cli__run_free(&ref);
-    free(ms);
-    fflush(NULL);
-    signal(sig, SIG_DFL);
-    raise(sig);
+static void mutants_free(mutants_cmd *m) {
+  for (size_t i = 0; i < m->n; i++) {
+    for (size_t k = 0; k < m->ms[i].n_killed_by; k++) free(m->ms[i].killed_by[k]);
+    free(m->ms[i].killed_by);
   }
-  if (rc == MDC_EXIT_USAGE || rc == MDC_EXIT_STORE) {
-    free(ms);
+  free(m->ms);
+  m->ms = NULL;
+  m->n = 0;
+}
+
+/* The matrix's run: one case per mutant, committed Running before it is replayed, so a killed
+ * `mdc mutants` leaves the mutant it was on marked. -1: go on; else MDC_EXIT_STORE. */
+static int begin_store(mutants_cmd *m) {
+  m->run_id = -1;
+  if (m->no_db) return -1;
+  char err[1024] = "";
+  mdc_run_info ri = {.kind = "mutants", .driver_name = m->ref.driver_name, .driver_version = m->ref.driver_version,
+                     .driver_path = "(reference, mutated)", .backend = m->ref.backend, .device = m->ref.device,
+                     .config = m->o.config, .shard_count = 1};
+  if ((strcmp(m->db, ":memory:") != 0 && mdc_cli__mkdir_parent(m->db) != 0) ||
+      mdc_store_open(m->db, &m->store, err, sizeof err) != 0 ||
+      mdc_store_run_begin(m->store, &ri, &m->run_id, m->run_uuid) != 0) {
+    fprintf(stderr, "mdc mutants: results store: %s\n", m->store ? mdc_store_error(m->store) : err[0] ? err : m->db);
+    mdc_store_close(m->store);
+    m->store = NULL;
+    return MDC_EXIT_STORE;
+  }
+  return -1;
+}
+
+/* Replays the corpus against one mutant and fills its killed_by. 0, or the signal that stopped
+ * the replay (its case stays Running, the run is interrupted). */
+static int replay_mutant(mutants_cmd *m, mutant *mu, const char *so) {
+  mu->built = 1;
+  mdc_cli__replay_opts mo = m->o;
+  mo.driver = so;
+  mdc_cli__run run;
+  /* The replay's children inherit it: the mutants driver runs this mutant. */
+  setenv("MD_MUTANT", mu->name, 1);
+  int mrc = mdc_cli__replay(&mo, &run);
+  unsetenv("MD_MUTANT");
+  if (run.interrupted_by) {
+    int sig = run.interrupted_by;
+    mdc_cli__run_free(&run);
+    return sig;
+  }
+  if (mrc == MDC_EXIT_USAGE) {
+    snprintf(mu->error, sizeof mu->error, "replay against %.400s with MD_MUTANT=%s failed to start", so, mu->name);
+    return 0;
+  }
+  mu->killed_by = calloc(run.n ? run.n : 1, sizeof *mu->killed_by);
+  for (size_t k = 0; k < run.n && k < m->ref.n && mu->killed_by; k++) {
+    const mdc_cli__case *rc = &m->ref.cases[k], *mc = &run.cases[k];
+    if (strcmp(rc->path, mc->path) != 0) continue; /* same sorted corpus: same order */
+    if (rc->status == MDC_S_PASS && mc->status != MDC_S_PASS && mc->status != MDC_S_NOT_SUPPORTED)
+      mu->killed_by[mu->n_killed_by++] = strdup(mc->name);
+  }
+  mu->killed = mu->n_killed_by > 0;
+  mdc_cli__run_free(&run);
+  return 0;
+}
+
+/* The mutant's case in the store: Pass killed, Fail survived, TraceError not built; details
+ * {"killed_by": [...], "description": "..."}. */
+static void store_mutant(mutants_cmd *m, const mutant *mu, int64_t case_id, double duration_s) {
+  if (!m->store || m->store_failed || case_id < 0) return;
+  json_t *by = json_array();
+  for (size_t k = 0; k < mu->n_killed_by; k++) json_array_append_new(by, json_string(mu->killed_by[k]));
+  json_t *d = json_pack("{s:o,s:s}", "killed_by", by, "description", mu->desc);
+  char *details = d ? json_dumps(d, JSON_COMPACT) : NULL;
+  json_decref(d);
+  mdc_case_result res = {
+      .status = mu->killed ? "Pass" : mu->error[0] ? "TraceError" : "Fail",
+      .duration_s = duration_s,
+      .message = mu->killed ? NULL : mu->error[0] ? mu->error : "survived: no trace of the corpus failed on it",
+      .rule = mu->desc, .details = details};
+  if (mdc_store_case_finish(m->store, case_id, &res) != 0) {
+    fprintf(stderr, "mdc mutants: results store: %s (recording stops)\n", mdc_store_error(m->store));
+    m->store_failed = 1;
+  }
+  free(details);
+}
+
+static void print_matrix_json(const mutants_cmd *m, uint32_t killed, uint32_t considered) {
+  json_t *arr = json_array();
+  for (size_t i = 0; i < m->n; i++) {
+    const mutant *mu = &m->ms[i];
+    if (!wanted(m, mu->name)) continue;
+    json_t *by = json_array();
+    for (size_t k = 0; k < mu->n_killed_by; k++) json_array_append_new(by, json_string(mu->killed_by[k]));
+    json_t *j = json_pack("{s:s,s:s,s:b,s:o}", "name", mu->name, "description", mu->desc, "killed", mu->killed,
+                          "killed_by", by);
+    if (mu->error[0]) json_object_set_new(j, "error", json_string(mu->error));
+    json_array_append_new(arr, j);
+  }
+  json_t *j = json_pack("{s:o,s:i,s:i}", "mutants", arr, "killed", (int)killed, "mutants_total", (int)considered);
+  json_object_set_new(j, "db", !m->no_db ? json_string(m->db) : json_null());
+  json_object_set_new(j, "run_uuid", m->run_uuid[0] && !m->store_failed ? json_string(m->run_uuid) : json_null());
+  char *s = json_dumps(j, JSON_INDENT(2));
+  json_decref(j);
+  if (s) puts(s);
+  free(s);
+}
+
+/* Ends this process with sig, as the signal would have (the caller has closed what it holds). */
+static void die_of(int sig) {
+  fflush(NULL);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+int mdc_cli__cmd_mutants(int argc, char **argv) {
+  mutants_cmd m;
+  memset(&m, 0, sizeof m);
+  int rc = parse_args(argc, argv, &m);
+  if (rc < 0) rc = load_mutants(&m);
+  if (rc >= 0) {
+    mutants_free(&m);
+    return rc;
+  }
+  rc = mdc_cli__replay(&m.o, &m.ref);
+  if (m.ref.interrupted_by) {
+    int sig = m.ref.interrupted_by;
+    mdc_cli__run_free(&m.ref);
+    mutants_free(&m);
+    die_of(sig);
+  }
+  if (rc == MDC_EXIT_USAGE || rc == MDC_EXIT_STORE || (rc = begin_store(&m)) >= 0) {
+    mdc_cli__run_free(&m.ref);
+    mutants_free(&m);
     return rc;
   }
   /* One build holds every mutant (unless --driver names a driver that already does). */
   char build_err[512] = "";
-  const char *so = mutants_so ? mutants_so : MD_DRIVER_MUTANTS_SO;
-  int built = mutants_so || build_mutants(build_err, sizeof build_err, json) == 0;
-  /* The matrix's run: one case per mutant, committed Running before it is replayed, so a killed
-   * `mdc mutants` leaves the mutant it was on marked. */
-  mdc_store *store = NULL;
-  int64_t run_id = -1;
-  int store_failed = 0;
-  char run_uuid[37] = "";
-  if (!no_db) {
-    char err[1024];
-    mdc_run_info ri = {.kind = "mutants", .driver_name = ref.driver_name, .driver_version = ref.driver_version,
-                       .driver_path = "(reference, mutated)", .backend = ref.backend, .device = ref.device,
-                       .config = o.config, .shard_count = 1};
-    if ((strcmp(db, ":memory:") != 0 && mdc_cli__mkdir_parent(db) != 0) ||
-        mdc_store_open(db, &store, err, sizeof err) != 0 || mdc_store_run_begin(store, &ri, &run_id, run_uuid) != 0) {
-      fprintf(stderr, "mdc mutants: results store: %s\n", store ? mdc_store_error(store) : err[0] ? err : db);
-      mdc_store_close(store);
-      mdc_cli__run_free(&ref);
-      free(ms);
-      return MDC_EXIT_STORE;
-    }
-  }
+  const char *so = m.mutants_so ? m.mutants_so : MD_DRIVER_MUTANTS_SO;
+  int built = m.mutants_so || build_mutants(build_err, sizeof build_err, m.json) == 0;
   uint32_t killed = 0, considered = 0;
   int stopped = 0;
-  for (size_t i = 0; i < n && !stopped; i++) {
-    mutant *m = &ms[i];
-    int wanted = n_only == 0;
-    for (size_t k = 0; k < n_only; k++) wanted |= strcmp(only[k], m->name) == 0;
-    if (!wanted) continue;
+  for (size_t i = 0; i < m.n && !stopped; i++) {
+    mutant *mu = &m.ms[i];
+    if (!wanted(&m, mu->name)) continue;
     considered++;
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = mdc_cli__now();
     int64_t case_id = -1;
     char case_name[96];
-    snprintf(case_name, sizeof case_name, "mutants/%s", m->name);
-    if (store && !store_failed && mdc_store_case_begin(store, run_id, case_name, list, &case_id) != 0) {
-      fprintf(stderr, "mdc mutants: results store: %s (recording stops)\n", mdc_store_error(store));
-      store_failed = 1;
+    snprintf(case_name, sizeof case_name, "mutants/%s", mu->name);
+    if (m.store && !m.store_failed && mdc_store_case_begin(m.store, m.run_id, case_name, m.list, &case_id) != 0) {
+      fprintf(stderr, "mdc mutants: results store: %s (recording stops)\n", mdc_store_error(m.store));
+      m.store_failed = 1;
     }
     if (!built) {
-      snprintf(m->error, sizeof m->error, "%s", build_err);
-      fprintf(stderr, "mdc mutants: %s: %s\n", m->name, m->error);
-    } else {
-      m->built = 1;
-      mdc_cli__replay_opts mo = o;
-      mo.driver = so;
-      mdc_cli__run run;
-      /* The replay's children inherit it: the mutants driver runs this mutant. */
-      setenv("MD_MUTANT", m->name, 1);
-      int mrc = mdc_cli__replay(&mo, &run);
-      unsetenv("MD_MUTANT");
-      if (run.interrupted_by) {
-        /* Stopped on a signal: this mutant's case stays Running, the run is interrupted. */
-        stopped = run.interrupted_by;
-        mdc_cli__run_free(&run);
-        break;
-      }
-      if (mrc == MDC_EXIT_USAGE) {
-        snprintf(m->error, sizeof m->error, "replay against %.400s with MD_MUTANT=%s failed to start", so, m->name);
-      } else {
-        m->killed_by = calloc(run.n ? run.n : 1, sizeof *m->killed_by);
-        for (size_t k = 0; k < run.n && k < ref.n && m->killed_by; k++) {
-          const mdc_cli__case *rc_ = &ref.cases[k], *mc = &run.cases[k];
-          if (strcmp(rc_->path, mc->path) != 0) continue; /* same sorted corpus: same order */
-          if (rc_->status == MDC_S_PASS && mc->status != MDC_S_PASS && mc->status != MDC_S_NOT_SUPPORTED)
-            m->killed_by[m->n_killed_by++] = strdup(mc->name);
-        }
-        m->killed = m->n_killed_by > 0;
-        killed += (uint32_t)m->killed;
-        mdc_cli__run_free(&run);
-      }
+      snprintf(mu->error, sizeof mu->error, "%s", build_err);
+      fprintf(stderr, "mdc mutants: %s: %s\n", mu->name, mu->error);
+    } else if ((stopped = replay_mutant(&m, mu, so)) != 0) {
+      break;
     }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    if (store && !store_failed && case_id >= 0) {
-      /* details: {"killed_by": [...], "description": "..."} */
-      json_t *by = json_array();
-      for (size_t k = 0; k < m->n_killed_by; k++) json_array_append_new(by, json_string(m->killed_by[k]));
-      json_t *d = json_pack("{s:o,s:s}", "killed_by", by, "description", m->desc);
-      char *details = d ? json_dumps(d, JSON_COMPACT) : NULL;
-      json_decref(d);
-      mdc_case_result res = {
-        .status = m->killed ? "Pass" : m->error[0] ? "TraceError" : "Fail",
-        .duration_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9,
-        .message = m->killed ? NULL : m->error[0] ? m->error : "survived: no trace of the corpus failed on it",
-        .rule = m->desc, .details = details};
-      if (mdc_store_case_finish(store, case_id, &res) != 0) {
-        fprintf(stderr, "mdc mutants: results store: %s (recording stops)\n", mdc_store_error(store));
-        store_failed = 1;
-      }
-      free(details);
-    }
-    if (!json) {
-      printf("  %-24s %s", m->name, m->killed ? "killed by" : m->error[0] ? "NOT BUILT" : "SURVIVED");
-      for (size_t k = 0; k < m->n_killed_by; k++) printf(" %s", m->killed_by[k]);
+    killed += (uint32_t)mu->killed;
+    store_mutant(&m, mu, case_id, mdc_cli__now() - t0);
+    if (!m.json) {
+      printf("  %-24s %s", mu->name, mu->killed ? "killed by" : mu->error[0] ? "NOT BUILT" : "SURVIVED");
+      for (size_t k = 0; k < mu->n_killed_by; k++) printf(" %s", mu->killed_by[k]);
       printf("\n");
       fflush(stdout);
     }
   }
   if (stopped) considered--; /* the mutant it was on did not finish */
   mdc_run_summary sum = {considered, killed, considered - killed, 0, 0, considered - killed, stopped != 0};
-  if (store && !store_failed && mdc_store_run_finish(store, run_id, &sum) != 0) {
-    fprintf(stderr, "mdc mutants: results store: %s\n", mdc_store_error(store));
-    store_failed = 1;
+  if (m.store && !m.store_failed && mdc_store_run_finish(m.store, m.run_id, &sum) != 0) {
+    fprintf(stderr, "mdc mutants: results store: %s\n", mdc_store_error(m.store));
+    m.store_failed = 1;
   }
-  mdc_store_close(store);
+  mdc_store_close(m.store);
+  mdc_cli__run_free(&m.ref);
   if (stopped) {
-    mdc_cli__run_free(&ref);
-    for (size_t i = 0; i < n; i++) {
-      for (size_t k = 0; k < ms[i].n_killed_by; k++) free(ms[i].killed_by[k]);
-      free(ms[i].killed_by);
-    }
-    free(ms);
+    mutants_free(&m);
     fprintf(stderr, "mdc mutants: stopped by SIG%s; the matrix so far is in the store, marked interrupted\n",
             sigabbrev_np(stopped) ? sigabbrev_np(stopped) : "?");
-    fflush(NULL);
-    signal(stopped, SIG_DFL);
-    raise(stopped);
+    die_of(stopped);
   }
-  mdc_cli__run_free(&ref);
-  if (json) {
-    json_t *arr = json_array();
-    for (size_t i = 0; i < n; i++) {
-      mutant *m = &ms[i];
-      int wanted = n_only == 0;
-      for (size_t k = 0; k < n_only; k++) wanted |= strcmp(only[k], m->name) == 0;
-      if (!wanted) continue;
-      json_t *by = json_array();
-      for (size_t k = 0; k < m->n_killed_by; k++) json_array_append_new(by, json_string(m->killed_by[k]));
-      json_t *j = json_pack("{s:s,s:s,s:b,s:o}", "name", m->name, "description", m->desc, "killed",
-                            m->killed, "killed_by", by);
-      if (m->error[0]) json_object_set_new(j, "error", json_string(m->error));
-      json_array_append_new(arr, j);
-    }
-    json_t *j = json_pack("{s:o,s:i,s:i}", "mutants", arr, "killed", (int)killed, "mutants_total", (int)considered);
-    json_object_set_new(j, "db", !no_db ? json_string(db) : json_null());
-    json_object_set_new(j, "run_uuid", run_uuid[0] && !store_failed ? json_string(run_uuid) : json_null());
-    char *s = json_dumps(j, JSON_INDENT(2));
-    json_decref(j);
-    if (s) puts(s);
-    free(s);
+  if (m.json) {
+    print_matrix_json(&m, killed, considered);
   } else {
     printf("mdc mutants: %u of %u killed\n", killed, considered);
-    if (run_uuid[0] && !store_failed) printf("  recorded in %s (run %s)\n", db, run_uuid);
+    if (m.run_uuid[0] && !m.store_failed) printf("  recorded in %s (run %s)\n", m.db, m.run_uuid);
   }
-  for (size_t i = 0; i < n; i++) {
-    for (size_t k = 0; k < ms[i].n_killed_by; k++) free(ms[i].killed_by[k]);
-    free(ms[i].killed_by);
-  }
-  free(ms);
-  if (store_failed) return MDC_EXIT_STORE;
+  mutants_free(&m);
+  if (m.store_failed) return MDC_EXIT_STORE;
   return killed == considered ? MDC_EXIT_OK : MDC_EXIT_UNEXPECTED;
 }
