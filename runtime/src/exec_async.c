@@ -14,6 +14,8 @@ struct md__event {
   pthread_mutex_t lock;
   pthread_cond_t cond;
   bool done;
+  bool released;   /* a wait without deadline came: a stall (fault plan) no longer holds it;
+                      under the device's q_lock */
   md_status status;
   char message[MD__ERROR_MAX];
   uint32_t n_shapes;
@@ -38,9 +40,11 @@ static void *worker_main(void *arg) {
     if (!x) break;  /* stopping and drained */
     d->q_head = x->next;
     if (!d->q_head) d->q_tail = NULL;
-    if (x->stall) {
+    if (x->stall && !((md__event *)x->ee->obj)->released && !d->stopping &&
+        atomic_load(&x->ce->handle) == x->client) {
       /* A stalled execution waits, holding everything it holds, on the parked list; the
-       * worker goes on with the queue (md__stall_release puts it back). */
+       * worker goes on with the queue. What releases it (a wait without deadline, close_client,
+       * close_device) either came before this check, under the same lock, or finds it parked. */
       x->stall = false;
       x->next = d->parked;
       d->parked = x;
@@ -173,8 +177,10 @@ md_status md__wait_event(md_device *d, md_handle client, md_handle event, uint64
   }
   md__event *ev = ee->obj;
   if (timeout_ns == UINT64_MAX) {
-    /* A wait without deadline releases its execution if a fault plan stalled it. */
+    /* A wait without deadline releases its execution if a fault plan stalled it (parked, or
+     * still queued: the flag keeps the worker from parking it). */
     pthread_mutex_lock(&d->q_lock);
+    ev->released = true;
     if (d->parked) release_parked(d, match_event, ee);
     pthread_mutex_unlock(&d->q_lock);
   }

@@ -16,6 +16,113 @@
 
 static const char *io_name(uint32_t is_output) { return is_output ? "output" : "input"; }
 
+/* The counts and pointers of an allocate call (before any handle is looked up). */
+static md_status check_args(const md_handle *prepared, uint32_t n_prepared, const md_buffer_role *input_roles,
+                            uint32_t n_input_roles, const md_buffer_role *output_roles, uint32_t n_output_roles,
+                            uint32_t desc_rank, const uint32_t *desc_dims) {
+  uint32_t n_roles = n_input_roles + n_output_roles;
+  if (n_prepared == 0 || !prepared)
+    return md__fail(MD_INVALID_ARGUMENT, "allocate: at least one prepared model is required (n_prepared %u)", n_prepared);
+  if (n_roles == 0 || n_roles < n_input_roles) return md__fail(MD_INVALID_ARGUMENT, "allocate: at least one role is required");
+  if ((n_input_roles && !input_roles) || (n_output_roles && !output_roles))
+    return md__fail(MD_INVALID_ARGUMENT, "allocate: %s_roles is NULL with a count of %u",
+                    n_input_roles && !input_roles ? "input" : "output",
+                    n_input_roles && !input_roles ? n_input_roles : n_output_roles);
+  if (desc_rank > MD_MAX_RANK || (desc_rank && !desc_dims))
+    return md__fail(MD_INVALID_ARGUMENT, "allocate: desc rank %u %s", desc_rank,
+                    desc_rank > MD_MAX_RANK ? "exceeds MD_MAX_RANK (8)" : "has NULL dims");
+  return MD_NONE;
+}
+
+/* The roles of one allocate call, as md__allocate received them. */
+typedef struct role_args {
+  const md_handle *prepared;
+  md__hentry **pes;          /* the prepared models' entries, looked up */
+  uint32_t n_prepared;
+  const md_buffer_role *input_roles, *output_roles;
+  uint32_t n_input_roles, n_output_roles;
+} role_args;
+
+/* Fills b->roles and checks each role: ranges, probability, duplicates, then agreement of its
+ * operand with the first role's (type, scale, zero point) and its dims combined into
+ * *rank/dims (which start as the desc's). *first gets the first role's operand. */
+static md_status fill_roles(const role_args *a, md__buffer *b, uint32_t desc_rank, const md__operand **first,
+                            uint32_t *rank, uint32_t dims[MD_MAX_RANK]) {
+  uint32_t n_roles = a->n_input_roles + a->n_output_roles;
+  *first = NULL;
+  for (uint32_t i = 0; i < n_roles; i++) {
+    uint32_t is_out = i >= a->n_input_roles;
+    uint32_t pos = is_out ? i - a->n_input_roles : i;
+    const md_buffer_role *r = is_out ? &a->output_roles[pos] : &a->input_roles[pos];
+    if (r->model_index >= a->n_prepared)
+      return md__fail(MD_INVALID_ARGUMENT, "allocate: %s role %u: model_index %u is out of range (%u prepared models)",
+                      io_name(is_out), pos, r->model_index, a->n_prepared);
+    const md__model *m = ((md__prepared *)a->pes[r->model_index]->obj)->model;
+    uint32_t n_io = is_out ? m->n_outputs : m->n_inputs;
+    if (r->io_index >= n_io)
+      return md__fail(MD_INVALID_ARGUMENT, "allocate: %s role %u: io_index %u is out of range (model %u has %u %ss)",
+                      io_name(is_out), pos, r->io_index, r->model_index, n_io, io_name(is_out));
+    if (!(r->probability > 0.0f && r->probability <= 1.0f))
+      return md__fail(MD_INVALID_ARGUMENT, "allocate: %s role %u: probability %g is not in (0, 1]",
+                      io_name(is_out), pos, (double)r->probability);
+    md__role *role = &b->roles[i];
+    role->prepared = a->prepared[r->model_index];
+    role->is_output = is_out;
+    role->index = r->io_index;
+    for (uint32_t j = 0; j < i; j++) {
+      md__role *o = &b->roles[j];
+      if (o->prepared == role->prepared && o->is_output == is_out && o->index == role->index) {
+        uint32_t opos = o->is_output ? j - a->n_input_roles : j;
+        return md__fail(MD_INVALID_ARGUMENT, "allocate: %s role %u (model %u, %s %u) repeats %s role %u",
+                        io_name(is_out), pos, r->model_index, io_name(is_out), r->io_index, io_name(o->is_output),
+                        opos);
+      }
+    }
+    uint32_t opnd = is_out ? m->outputs[r->io_index] : m->inputs[r->io_index];
+    const md__operand *op = &m->operands[opnd];
+    if (!*first) {
+      *first = op;
+    } else if (op->type != (*first)->type || op->scale != (*first)->scale || op->zero_point != (*first)->zero_point) {
+      return md__fail(MD_INVALID_ARGUMENT,
+                      "allocate: %s role %u (model %u, %s %u): operand type %d scale %g zero point %d disagrees "
+                      "with the first role's type %d scale %g zero point %d",
+                      io_name(is_out), pos, r->model_index, io_name(is_out), r->io_index, op->type,
+                      (double)op->scale, op->zero_point, (*first)->type, (double)(*first)->scale,
+                      (*first)->zero_point);
+    }
+    if (md__type_is_scalar(op->type)) {
+      if (desc_rank)
+        return md__fail(MD_INVALID_ARGUMENT, "allocate: %s role %u is a scalar and takes no dims (desc rank %u)",
+                        io_name(is_out), pos, desc_rank);
+      continue;
+    }
+    uint32_t axis;
+    if (md__dims_combine(*rank, dims, op->rank, op->dims, rank, dims, &axis)) {
+      char x[64], y[64];
+      return md__fail(MD_INVALID_ARGUMENT, "allocate: %s role %u (model %u, %s %u): dims %s do not combine with %s",
+                      io_name(is_out), pos, r->model_index, io_name(is_out), r->io_index,
+                      md__dims_str(op->rank, op->dims, x, sizeof x), md__dims_str(*rank, dims, y, sizeof y));
+    }
+  }
+  return MD_NONE;
+}
+
+/* The buffer's device memory: now when its dims are fully known (RESOURCE_EXHAUSTED_PERSISTENT
+ * past the device's size; a fault plan's alloc_fail), else with the first write. */
+static md_status buffer_storage(md_device *d, md__buffer *b, uint32_t rank, const uint32_t *dims) {
+  uint64_t bytes = md__type_is_scalar(b->type) ? md_operand_type_size(b->type) : md__type_bytes(b->type, rank, dims);
+  if (bytes == UINT64_MAX || (bytes && bytes > d->info.mem_total))
+    return md__fail(MD_RESOURCE_EXHAUSTED_PERSISTENT, "allocate: %llu bytes exceed the device's %llu bytes",
+                    (unsigned long long)bytes, (unsigned long long)d->info.mem_total);
+  md_status st = md__fault_point(d, MD_FAULT_ALLOCATE, "allocate");
+  if (st != MD_NONE || !bytes) return st;
+  st = d->be->alloc(d->bk, bytes, &b->first.mem);
+  if (st != MD_NONE) return md__fail(st, "allocate: cannot allocate %llu bytes of device memory", (unsigned long long)bytes);
+  b->first.capacity = bytes;
+  b->st = &b->first;
+  return MD_NONE;
+}
+
 md_status md__allocate(md_device *d, md_handle client, const md_buffer_desc *desc, const md_handle *prepared,
                        uint32_t n_prepared, const md_buffer_role *input_roles, uint32_t n_input_roles,
                        const md_buffer_role *output_roles, uint32_t n_output_roles, md_token *token) {
@@ -30,26 +137,8 @@ md_status md__allocate(md_device *d, md_handle client, const md_buffer_desc *des
   uint32_t n_got = 0, n_roles = n_input_roles + n_output_roles;
   uint32_t desc_rank = desc ? desc->rank : 0;
   const uint32_t *desc_dims = desc ? desc->dims : NULL;
-
-  if (n_prepared == 0 || !prepared) {
-    st = md__fail(MD_INVALID_ARGUMENT, "allocate: at least one prepared model is required (n_prepared %u)", n_prepared);
-    goto out;
-  }
-  if (n_roles == 0 || n_roles < n_input_roles) {
-    st = md__fail(MD_INVALID_ARGUMENT, "allocate: at least one role is required");
-    goto out;
-  }
-  if ((n_input_roles && !input_roles) || (n_output_roles && !output_roles)) {
-    st = md__fail(MD_INVALID_ARGUMENT, "allocate: %s_roles is NULL with a count of %u",
-                  n_input_roles && !input_roles ? "input" : "output",
-                  n_input_roles && !input_roles ? n_input_roles : n_output_roles);
-    goto out;
-  }
-  if (desc_rank > MD_MAX_RANK || (desc_rank && !desc_dims)) {
-    st = md__fail(MD_INVALID_ARGUMENT, "allocate: desc rank %u %s", desc_rank,
-                  desc_rank > MD_MAX_RANK ? "exceeds MD_MAX_RANK (8)" : "has NULL dims");
-    goto out;
-  }
+  st = check_args(prepared, n_prepared, input_roles, n_input_roles, output_roles, n_output_roles, desc_rank, desc_dims);
+  if (st != MD_NONE) goto out;
   pes = calloc(n_prepared, sizeof *pes);
   if (!pes) {
     st = md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "allocate: out of memory");
@@ -62,7 +151,6 @@ md_status md__allocate(md_device *d, md_handle client, const md_buffer_desc *des
     if (st != MD_NONE) goto out;
   }
 
-  /* Roles: ranges, probabilities, duplicates, then operand agreement and dims. */
   /* Sized for the largest rank until the dims are known, then shrunk (realloc) to fit. */
   b = calloc(1, md__buffer_size(n_roles, MD_MAX_RANK));
   if (!b) {
@@ -70,74 +158,12 @@ md_status md__allocate(md_device *d, md_handle client, const md_buffer_desc *des
     goto out;
   }
   b->n_roles = n_roles;
-  const md__operand *first = NULL;
+  const md__operand *first;
   uint32_t rank = desc_rank;
   uint32_t dims[MD_MAX_RANK];
   if (rank) memcpy(dims, desc_dims, rank * sizeof *dims);
-  for (uint32_t i = 0; i < n_roles; i++) {
-    uint32_t is_out = i >= n_input_roles;
-    uint32_t pos = is_out ? i - n_input_roles : i;
-    const md_buffer_role *r = is_out ? &output_roles[pos] : &input_roles[pos];
-    if (r->model_index >= n_prepared) {
-      st = md__fail(MD_INVALID_ARGUMENT, "allocate: %s role %u: model_index %u is out of range (%u prepared models)",
-                    io_name(is_out), pos, r->model_index, n_prepared);
-      goto out;
-    }
-    const md__model *m = ((md__prepared *)pes[r->model_index]->obj)->model;
-    uint32_t n_io = is_out ? m->n_outputs : m->n_inputs;
-    if (r->io_index >= n_io) {
-      st = md__fail(MD_INVALID_ARGUMENT, "allocate: %s role %u: io_index %u is out of range (model %u has %u %ss)",
-                    io_name(is_out), pos, r->io_index, r->model_index, n_io, io_name(is_out));
-      goto out;
-    }
-    if (!(r->probability > 0.0f && r->probability <= 1.0f)) {
-      st = md__fail(MD_INVALID_ARGUMENT, "allocate: %s role %u: probability %g is not in (0, 1]",
-                    io_name(is_out), pos, (double)r->probability);
-      goto out;
-    }
-    md__role *role = &b->roles[i];
-    role->prepared = prepared[r->model_index];
-    role->is_output = is_out;
-    role->index = r->io_index;
-    for (uint32_t j = 0; j < i; j++) {
-      md__role *o = &b->roles[j];
-      if (o->prepared == role->prepared && o->is_output == is_out && o->index == role->index) {
-        uint32_t opos = o->is_output ? j - n_input_roles : j;
-        st = md__fail(MD_INVALID_ARGUMENT,
-                      "allocate: %s role %u (model %u, %s %u) repeats %s role %u", io_name(is_out), pos,
-                      r->model_index, io_name(is_out), r->io_index, io_name(o->is_output), opos);
-        goto out;
-      }
-    }
-    uint32_t opnd = is_out ? m->outputs[r->io_index] : m->inputs[r->io_index];
-    const md__operand *op = &m->operands[opnd];
-    if (!first) {
-      first = op;
-    } else if (op->type != first->type || op->scale != first->scale || op->zero_point != first->zero_point) {
-      st = md__fail(MD_INVALID_ARGUMENT,
-                    "allocate: %s role %u (model %u, %s %u): operand type %d scale %g zero point %d disagrees "
-                    "with the first role's type %d scale %g zero point %d",
-                    io_name(is_out), pos, r->model_index, io_name(is_out), r->io_index, op->type,
-                    (double)op->scale, op->zero_point, first->type, (double)first->scale, first->zero_point);
-      goto out;
-    }
-    if (md__type_is_scalar(op->type)) {
-      if (desc_rank) {
-        st = md__fail(MD_INVALID_ARGUMENT, "allocate: %s role %u is a scalar and takes no dims (desc rank %u)",
-                      io_name(is_out), pos, desc_rank);
-        goto out;
-      }
-      continue;
-    }
-    uint32_t axis;
-    if (md__dims_combine(rank, dims, op->rank, op->dims, &rank, dims, &axis)) {
-      char a[64], bb[64];
-      st = md__fail(MD_INVALID_ARGUMENT, "allocate: %s role %u (model %u, %s %u): dims %s do not combine with %s",
-                    io_name(is_out), pos, r->model_index, io_name(is_out), r->io_index,
-                    md__dims_str(op->rank, op->dims, a, sizeof a), md__dims_str(rank, dims, bb, sizeof bb));
-      goto out;
-    }
-  }
+  const role_args ra = {prepared, pes, n_prepared, input_roles, output_roles, n_input_roles, n_output_roles};
+  if ((st = fill_roles(&ra, b, desc_rank, &first, &rank, dims)) != MD_NONE) goto out;
 
   b->type = first->type;
   b->scale = first->scale;
@@ -151,23 +177,7 @@ md_status md__allocate(md_device *d, md_handle client, const md_buffer_desc *des
   }
   md__ref_init(&b->first.ref, 1);
   b->first.embedded = true;
-  uint64_t bytes = md__type_is_scalar(b->type) ? md_operand_type_size(b->type) : md__type_bytes(b->type, rank, dims);
-  if (bytes == UINT64_MAX || (bytes && bytes > d->info.mem_total)) {
-    st = md__fail(MD_RESOURCE_EXHAUSTED_PERSISTENT, "allocate: %llu bytes exceed the device's %llu bytes",
-                  (unsigned long long)bytes, (unsigned long long)d->info.mem_total);
-    goto out;
-  }
-  if ((st = md__fault_point(d, MD_FAULT_ALLOCATE, "allocate")) != MD_NONE) goto out;
-  if (bytes) {
-    /* Fully known dims: the memory comes now; otherwise with the first write. */
-    st = d->be->alloc(d->bk, bytes, &b->first.mem);
-    if (st != MD_NONE) {
-      st = md__fail(st, "allocate: cannot allocate %llu bytes of device memory", (unsigned long long)bytes);
-      goto out;
-    }
-    b->first.capacity = bytes;
-    b->st = &b->first;
-  }
+  if ((st = buffer_storage(d, b, rank, dims)) != MD_NONE) goto out;
   md__hentry *be;
   const uint64_t tag[2] = {b->roles[0].prepared, md__role_tag(b->roles[0].is_output, b->roles[0].index)};
   st = md__handle_issue_tagged(&d->ht, MD__KIND_BUFFER, client, b, tag, token, &be);

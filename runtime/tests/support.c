@@ -77,7 +77,7 @@ void mdt_env_open(mdt_env *env, const char *config) {
   env->dev = NULL;
   env->client = 0;
   md_status st = env->drv->open_device(config ? config : "backend=sim", &env->dev);
-  cr_assert_eq(st, MD_NONE, "open_device: %s", env->dev ? env->drv->last_error(env->dev) : "");
+  cr_assert_eq(st, MD_NONE, "open_device(\"%s\"): %s", config ? config : "backend=sim", env->drv->last_error(env->dev));
   st = env->drv->open_client(env->dev, &env->client);
   cr_assert_eq(st, MD_NONE, "open_client: %s", env->drv->last_error(env->dev));
 }

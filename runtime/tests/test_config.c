@@ -48,6 +48,21 @@ Test(config, numbers_are_decimal_or_hex_and_only_sizes_take_suffixes) {
   cr_assert(strstr(err, "seed '1K'"), "%s", err);
 }
 
+/* A fault plan longer than md_config holds is refused, not cut (a cut plan is another plan). */
+Test(config, a_fault_plan_too_long_to_keep_is_refused) {
+  char text[400] = "faults=";
+  while (strlen(text) < 300) strcat(text, "stall@1,");
+  strcat(text, "stall@2");
+  md_config c;
+  char err[256] = "";
+  cr_assert_eq(md_config_parse(text, &c, err, sizeof err), MD_INVALID_ARGUMENT);
+  cr_assert(strstr(err, "'faults' is too long"), "%s", err);
+  text[200] = '\0';
+  text[199] = '1';
+  cr_assert_eq(md_config_parse(text, &c, err, sizeof err), MD_NONE, "%s", err);
+  cr_assert_eq(strlen(c.faults), 200 - strlen("faults="));
+}
+
 struct bad { char text[64]; char needle[48]; };  /* inline: Criterion copies parameters to another process */
 static struct bad bads[] = {
     {"colour=red", "unknown key 'colour'"},

@@ -5,6 +5,7 @@
  * and the waiter). */
 #include <criterion/criterion.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "support.h"
@@ -114,4 +115,32 @@ Test(stall, a_held_execution_released_after_a_device_loss_reports_it) {
   cr_expect_eq(d->wait_event(f.e.dev, f.e.client, ev, UINT64_MAX, sh, 1, &tm), MD_DEVICE_UNAVAILABLE);
   mdt_req_fini(&r);
   mdt_env_close(&f.e, 1);
+}
+
+/* A wait without deadline that comes before the device's worker has taken the held execution
+ * off the queue still releases it (the worker must not park it afterwards): 20 held executions,
+ * each waited for at once. Hangs (the test's timeout) if the release is lost. */
+Test(stall, a_wait_that_comes_before_the_execution_is_parked_releases_it, .timeout = 60) {
+  char config[512] = "backend=sim;faults=";
+  for (int i = 1; i <= 20; i++) {
+    char item[16];
+    snprintf(item, sizeof item, "%sstall@%d", i > 1 ? "," : "", i);
+    strcat(config, item);
+  }
+  fx f;
+  fx_open(&f, config);
+  const md_driver *d = f.e.drv;
+  mdt_request r;
+  mdt_req_init(&r);
+  mdt_req_in_data(&r, A, B23, 0, NULL);
+  mdt_req_in_data(&r, B, B23, 0, NULL);
+  mdt_req_out_pool(&r, B23, 0, NULL);
+  for (int i = 0; i < 20; i++) {
+    md_handle ev;
+    cr_assert_eq(d->execute_async(f.e.dev, f.e.client, f.p, mdt_req(&r), &ev), MD_NONE);
+    cr_assert_eq(d->wait_event(f.e.dev, f.e.client, ev, UINT64_MAX, NULL, 0, NULL), MD_NONE, "%s", msg(&f));
+  }
+  mdt_req_fini(&r);
+  mdt_release(&f.e, f.p);
+  mdt_env_close(&f.e, 0);
 }
