@@ -405,31 +405,33 @@ static int fail_open(mdc_store *s, sqlite3 *db) {
   return fail(s, "cannot open: %s", db ? sqlite3_errmsg(db) : "out of memory");
 }
 
-static int store_new(const char *path, mdc_store **out) {
+/* A store for path, not open yet; NULL with the message in err (out of memory). The openers
+ * first check their arguments (check_open_args). */
+static mdc_store *store_new(const char *path, char *err, size_t errlen) {
   mdc_store *s = calloc(1, sizeof *s);
   if (s) s->path = strdup(path);
   if (!s || !s->path) {
     free(s);
-    return -1;
+    if (err && errlen) snprintf(err, errlen, "results store '%s': out of memory", path);
+    return NULL;
   }
-  *out = s;
-  return 0;
+  return s;
+}
+
+/* The openers' arguments: *out and err cleared; 0, or -1 with the message in err. */
+static int check_open_args(const char *path, mdc_store **out, char *err, size_t errlen) {
+  if (out) *out = NULL;
+  if (err && errlen) err[0] = '\0';
+  if (path && out) return 0;
+  if (err && errlen) snprintf(err, errlen, "results store: no path given");
+  return -1;
 }
 
 /* The caller owns *out (mdc_store_close). Thread-safe for different paths; on failure nothing
  * is written to the file and err gets the message (store.h). */
 int mdc_store_open(const char *path, mdc_store **out, char *err, size_t errlen) {
-  if (out) *out = NULL;
-  if (err && errlen) err[0] = '\0';
-  if (!path || !out) {
-    if (err && errlen) snprintf(err, errlen, "results store: no path given");
-    return -1;
-  }
   mdc_store *s;
-  if (store_new(path, &s) != 0) {
-    if (err && errlen) snprintf(err, errlen, "results store '%s': out of memory", path);
-    return -1;
-  }
+  if (check_open_args(path, out, err, errlen) != 0 || !(s = store_new(path, err, errlen))) return -1;
   int is_memory = strcmp(path, ":memory:") == 0;
   int rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
   int64_t version;
@@ -511,17 +513,8 @@ static int reopen_immutable(mdc_store *s) {
 }
 
 int mdc_store_open_read(const char *path, mdc_store **out, char *err, size_t errlen) {
-  if (out) *out = NULL;
-  if (err && errlen) err[0] = '\0';
-  if (!path || !out) {
-    if (err && errlen) snprintf(err, errlen, "results store: no path given");
-    return -1;
-  }
   mdc_store *s;
-  if (store_new(path, &s) != 0) {
-    if (err && errlen) snprintf(err, errlen, "results store '%s': out of memory", path);
-    return -1;
-  }
+  if (check_open_args(path, out, err, errlen) != 0 || !(s = store_new(path, err, errlen))) return -1;
   int ret = -1;
   int64_t version;
   struct stat sb;
@@ -1180,11 +1173,8 @@ int mdc_store_merge(const char *out, const char *const *inputs, size_t n_inputs,
                     size_t errlen) {
   /* Every input is judged before OUT is made or written: a merge that fails on an input leaves no
    * OUT behind (and an OUT it made itself is removed if a later step fails). */
-  mdc_store *m;
-  if (store_new(out, &m) != 0) {
-    if (err && errlen) snprintf(err, errlen, "results store '%s': out of memory", out);
-    return -1;
-  }
+  mdc_store *m = store_new(out, err, errlen);
+  if (!m) return -1;
   merge_sql q = {0};
   int ret = -1, in_txn = 0, made = 0;
   int64_t version;

@@ -27,6 +27,14 @@ static void fx_open(fx *f, const char *config) {
 
 static const char *msg(fx *f) { return f->e.drv->last_error(f->e.dev); }
 
+/* A request of the ADD: x + y into a new zero-filled pool. */
+static void add_request(mdt_request *r, const float *x, const float *y) {
+  mdt_req_init(r);
+  mdt_req_in_data(r, x, B23, 0, NULL);
+  mdt_req_in_data(r, y, B23, 0, NULL);
+  mdt_req_out_pool(r, B23, 0, NULL);
+}
+
 /* stall@N: the N-th execution, when asynchronous, is held until a wait without deadline (or
  * its client's or device's close): waits with a deadline time out deterministically. */
 Test(stall, stall_holds_an_async_execution_until_a_wait_without_deadline) {
@@ -34,14 +42,8 @@ Test(stall, stall_holds_an_async_execution_until_a_wait_without_deadline) {
   fx_open(&f, "backend=sim;faults=stall@1");
   const md_driver *d = f.e.drv;
   mdt_request r, r2;
-  mdt_req_init(&r);
-  mdt_req_in_data(&r, A, B23, 0, NULL);
-  mdt_req_in_data(&r, B, B23, 0, NULL);
-  mdt_req_out_pool(&r, B23, 0, NULL);
-  mdt_req_init(&r2);
-  mdt_req_in_data(&r2, A, B23, 0, NULL);
-  mdt_req_in_data(&r2, A, B23, 0, NULL);
-  mdt_req_out_pool(&r2, B23, 0, NULL);
+  add_request(&r, A, B);
+  add_request(&r2, A, A);
   md_handle ev;
   cr_assert_eq(d->execute_async(f.e.dev, f.e.client, f.p, mdt_req(&r), &ev), MD_NONE);
   md_output_shape sh[8];
@@ -75,10 +77,7 @@ Test(stall, a_held_execution_never_blocks_close_client_or_close_device) {
   fx_open(&f, "backend=sim;faults=stall@1,stall@2");
   const md_driver *d = f.e.drv;
   mdt_request r;
-  mdt_req_init(&r);
-  mdt_req_in_data(&r, A, B23, 0, NULL);
-  mdt_req_in_data(&r, B, B23, 0, NULL);
-  mdt_req_out_pool(&r, B23, 0, NULL);
+  add_request(&r, A, B);
   md_handle ev1, ev2, c2;
   cr_assert_eq(d->execute_async(f.e.dev, f.e.client, f.p, mdt_req(&r), &ev1), MD_NONE);
   cr_assert_eq(d->open_client(f.e.dev, &c2), MD_NONE);
@@ -103,10 +102,7 @@ Test(stall, a_held_execution_released_after_a_device_loss_reports_it) {
   fx_open(&f, "backend=sim;faults=stall@1,device_lost@2");
   const md_driver *d = f.e.drv;
   mdt_request r;
-  mdt_req_init(&r);
-  mdt_req_in_data(&r, A, B23, 0, NULL);
-  mdt_req_in_data(&r, B, B23, 0, NULL);
-  mdt_req_out_pool(&r, B23, 0, NULL);
+  add_request(&r, A, B);
   md_handle ev;
   cr_assert_eq(d->execute_async(f.e.dev, f.e.client, f.p, mdt_req(&r), &ev), MD_NONE);
   md_output_shape sh[8];
@@ -131,10 +127,7 @@ Test(stall, a_wait_that_comes_before_the_execution_is_parked_releases_it, .timeo
   fx_open(&f, config);
   const md_driver *d = f.e.drv;
   mdt_request r;
-  mdt_req_init(&r);
-  mdt_req_in_data(&r, A, B23, 0, NULL);
-  mdt_req_in_data(&r, B, B23, 0, NULL);
-  mdt_req_out_pool(&r, B23, 0, NULL);
+  add_request(&r, A, B);
   for (int i = 0; i < 20; i++) {
     md_handle ev;
     cr_assert_eq(d->execute_async(f.e.dev, f.e.client, f.p, mdt_req(&r), &ev), MD_NONE);
