@@ -674,7 +674,8 @@ int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
   int rc = make_cases(o, who, &paths, &base, run) ? MDC_EXIT_USAGE : MDC_EXIT_OK;
   if (rc == MDC_EXIT_OK) rc = probe_driver(o, who, run, &pm);
   if (rc == MDC_EXIT_OK) rc = open_store(o, who, &cfg, &pm, run, &k.store, &k.run_id);
-  if (rc != MDC_EXIT_OK) {
+  if (rc != MDC_EXIT_OK) { /* nothing ran: the run is left empty, nothing to free */
+    mdc_cli__run_free(run);
     mdc_cli__baseline_free(&base);
     return rc;
   }
