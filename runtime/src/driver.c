@@ -1,6 +1,6 @@
 /* driver.c - the reference driver's md_driver table: opening and closing a device, the
  * device-wide queries, and the entry points that check the device before they hand a call to
- * the object files below (client.c, prepared.c, buffer.c, exec_*.c).
+ * the object files below (client.c, prepared.c, memory_domain.c, registered.c, exec_*.c).
  *
  * This is the top of the runtime: nothing below calls back into it. It also owns the handle
  * table's destroy callback, the one place that knows every kind of object, and registers it
@@ -25,6 +25,7 @@ static void destroy_object(void *ctx, md__hentry *e) {
     case MD__KIND_PREPARED: md__prepared_destroy(d, e->obj); break;
     case MD__KIND_BUFFER: md__buffer_destroy(d, e->obj); break;
     case MD__KIND_EVENT: md__event_destroy(d, e->obj); break;
+    case MD__KIND_POOL: md__regpool_destroy(d, e->obj); break;
   }
 }
 
@@ -183,6 +184,16 @@ static md_status wait_event(md_device *d, md_handle client, md_handle event, uin
   return md__wait_event(d, client, event, timeout_ns, shapes, n_shapes, timing);
 }
 
+static md_status register_memory(md_device *d, md_handle client, const md_memory *mem, md_handle *pool) {
+  if (pool) *pool = 0;
+  NEED_DEVICE("register_memory");
+  return md__register_memory(d, client, mem, pool);
+}
+static md_status unregister_memory(md_device *d, md_handle client, md_handle pool) {
+  NEED_DEVICE("unregister_memory");
+  return md__unregister_memory(d, client, pool);
+}
+
 #ifdef MD_MUTANTS
 #include "mutant.h"
 int md__mutant; /* mutant.h: the mutant that runs, set by md_driver_entry */
@@ -212,6 +223,8 @@ static const md_driver table = {
     .execute_async = execute_async,
     .wait_event = wait_event,
     .last_error = last_error,
+    .register_memory = register_memory,
+    .unregister_memory = unregister_memory,
 };
 
 const md_driver *md__driver_table(void) { return &table; }

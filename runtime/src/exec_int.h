@@ -37,14 +37,15 @@ struct md__exec {
   const md_request *req;     /* the caller's; valid only during validation */
   uint32_t n_in, n_out, n_pools;
   io_arg *in, *out;
-  md__mapping *maps;         /* per request pool; scope NULL for token pools */
+  md__mapping *maps;         /* per request pool; scope NULL for token and registered pools */
   md__hentry **tok;          /* per request pool: the buffer's entry, or NULL */
+  md__hentry **reg;          /* per request pool: the registered pool's entry, or NULL */
   md_output_shape *shapes;   /* n_out */
   md__pool_plan *plans;      /* per request pool, during validation */
   md_timing timing;
   bool inject_kfail;         /* a fault plan's kernel_fail: the first kernel reports it */
   char inject_msg[192];
-  /* in, out, maps, tok, shapes and plans live in the same allocation, after this struct */
+  /* in, out, maps, tok, reg, shapes and plans live in the same allocation, after this struct */
 };
 
 /* Bytes of an operand of type t with the given dims (a scalar's size for a scalar). */

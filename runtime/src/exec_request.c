@@ -21,6 +21,7 @@ void md__exec_free(md__exec *x) {
   for (uint32_t i = 0; x->maps && i < x->n_pools; i++) {
     if (x->maps[i].scope) md__mapping_release(&x->maps[i]);
     if (x->tok[i]) md__handle_put(&d->ht, x->tok[i]);
+    if (x->reg[i]) md__handle_put(&d->ht, x->reg[i]);
   }
   if (x->ee) md__handle_put(&d->ht, x->ee);
   if (x->pe) md__handle_put(&d->ht, x->pe);
@@ -35,7 +36,8 @@ static md__exec *exec_alloc(uint32_t n_in, uint32_t n_out, uint32_t n_pools) {
   size_t off_out = off_in + ALIGN8((size_t)n_in * sizeof(io_arg));
   size_t off_maps = off_out + ALIGN8((size_t)n_out * sizeof(io_arg));
   size_t off_tok = off_maps + ALIGN8((size_t)n_pools * sizeof(md__mapping));
-  size_t off_shapes = off_tok + ALIGN8((size_t)n_pools * sizeof(md__hentry *));
+  size_t off_reg = off_tok + ALIGN8((size_t)n_pools * sizeof(md__hentry *));
+  size_t off_shapes = off_reg + ALIGN8((size_t)n_pools * sizeof(md__hentry *));
   size_t off_plans = off_shapes + ALIGN8((size_t)n_out * sizeof(md_output_shape));
   size_t total = off_plans + (size_t)n_pools * sizeof(md__pool_plan);
 #undef ALIGN8
@@ -46,6 +48,7 @@ static md__exec *exec_alloc(uint32_t n_in, uint32_t n_out, uint32_t n_pools) {
   x->out = (io_arg *)(p + off_out);
   x->maps = (md__mapping *)(p + off_maps);
   x->tok = (md__hentry **)(p + off_tok);
+  x->reg = (md__hentry **)(p + off_reg);
   x->shapes = (md_output_shape *)(p + off_shapes);
   x->plans = (md__pool_plan *)(p + off_plans);
   x->n_in = n_in;
@@ -77,6 +80,20 @@ static const char *pool_what(const char *fn, uint32_t i, char *buf, size_t n) {
 }
 
 /* ---- validation ---- */
+
+/* The live handle h of `kind` owned by client, for request pool i (a reference in *out). A
+ * refusal names the pool: "<fn>: pool <i>: <what> 0x..: <why>". */
+static md_status owned_pool(md_device *d, const char *fn, md_handle client, uint32_t i, md_handle h, md__kind kind,
+                            const char *what, md__hentry **out) {
+  md_status st = md__owned_get(d, fn, what, client, h, kind, out);
+  if (st == MD_NONE) return st;
+  char buf[64];
+  snprintf(buf, sizeof buf, "pool %u: %s", i, what);
+  /* Again with the pool named in the message (a dead handle cannot come back to life). */
+  if (md__owned_get(d, fn, buf, client, h, kind, out) == MD_NONE) md__handle_put(&d->ht, *out);
+  *out = NULL;
+  return st;
+}
 
 static md_status check_arg(md__exec *x, const char *fn, const md_request_arg *a, uint32_t is_out, uint32_t i,
                            io_arg *out) {
@@ -127,7 +144,9 @@ static md_status check_arg(md__exec *x, const char *fn, const md_request_arg *a,
     return MD_NONE;
   }
 
-  const md_memory *mem = &x->req->pools[a->pool].memory;
+  /* A registered pool is used exactly as the descriptor it was registered with (SPEC 9). */
+  const md_memory *mem = x->reg[a->pool] ? &((const md__regpool *)x->reg[a->pool]->obj)->mem
+                                          : &x->req->pools[a->pool].memory;
   out->kind = ARG_POOL;
   out->offset = a->offset;
   out->length = a->length;
@@ -193,21 +212,24 @@ md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_han
   }
   x->n_pools = req->n_pools;
 
-  /* Pools: tokens valid for this client, memories valid. */
+  /* Pools: tokens and registered pools valid for this client, memories valid. */
   for (uint32_t i = 0; i < x->n_pools && st == MD_NONE; i++) {
     const md_request_pool *rp = &req->pools[i];
     char buf[64];
-    if (rp->is_token) {
-      st = md__owned_get(d, fn, "token", client, rp->token, MD__KIND_BUFFER, &x->tok[i]);
-      if (st != MD_NONE) {
-        snprintf(buf, sizeof buf, "pool %u: token", i);
-        /* Again with the pool named in the message (a token cannot come back to life). */
-        if (md__owned_get(d, fn, buf, client, rp->token, MD__KIND_BUFFER, &x->tok[i]) == MD_NONE)
-          md__handle_put(&d->ht, x->tok[i]);
-        x->tok[i] = NULL;
-      }
-    } else {
-      st = md__pool_validate(&rp->memory, MD__POOL_IO, pool_what(fn, i, buf, sizeof buf), &x->plans[i]);
+    switch (rp->is_token) {
+      case 1:
+        st = owned_pool(d, fn, client, i, rp->token, MD__KIND_BUFFER, "token", &x->tok[i]);
+        break;
+      case 2:
+        st = owned_pool(d, fn, client, i, rp->token, MD__KIND_POOL, "registered pool", &x->reg[i]);
+        if (st == MD_NONE) x->plans[i] = ((const md__regpool *)x->reg[i]->obj)->plan;
+        break;
+      case 0:
+        st = md__pool_validate(&rp->memory, MD__POOL_IO, pool_what(fn, i, buf, sizeof buf), &x->plans[i]);
+        break;
+      default:
+        st = md__fail(MD_INVALID_ARGUMENT, "%s: request pool %u: is_token %u is not 0 (memory), 1 (token) or 2 "
+                      "(registered pool)", fn, i, rp->is_token);
     }
   }
   /* Arguments: counts, dims, bounds, roles. */
@@ -260,6 +282,12 @@ md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_han
   /* Map the memory pools last: a pool that cannot be mapped is GENERAL_FAILURE. */
   md__client *c = x->ce->obj;
   for (uint32_t i = 0; i < x->n_pools; i++) {
+    if (x->reg[i]) {
+      /* Mapped at registration; the entry this execution holds keeps the mapping. */
+      x->maps[i] = ((const md__regpool *)x->reg[i]->obj)->map;
+      x->maps[i].scope = NULL;
+      continue;
+    }
     if (req->pools[i].is_token) continue;
     char buf[64];
     st = md__pool_acquire(c->pools, &req->pools[i].memory, MD__POOL_IO, pool_what(fn, i, buf, sizeof buf),

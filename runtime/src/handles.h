@@ -24,7 +24,8 @@
 #include "refcount.h"
 
 typedef enum md__kind {
-  MD__KIND_CLIENT = 1, MD__KIND_PREPARED = 2, MD__KIND_BUFFER = 3, MD__KIND_EVENT = 4
+  MD__KIND_CLIENT = 1, MD__KIND_PREPARED = 2, MD__KIND_BUFFER = 3, MD__KIND_EVENT = 4,
+  MD__KIND_POOL = 5          /* a registered pool (SPEC 9) */
 } md__kind;
 
 #define MD__HT_SLOT_BITS 24u

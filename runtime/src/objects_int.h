@@ -89,6 +89,18 @@ static inline uint32_t *md__buf_cur_dims(const md__buffer *b) {
 /* An async execution's result, behind an event handle (exec_async.c owns the layout). */
 typedef struct md__event md__event;
 
+/* A registered pool (SPEC 9, registered.c): the descriptor as it was registered and its own
+ * mapping, made once. The mapping is held (acquired) by the pool object for its whole life, so
+ * an execution holding the pool's handle entry uses it with no scope operation and no system
+ * call; the last reference (unregister, close_client, or the last execution in flight after
+ * them) releases it and the mapping goes. Immutable after registration: read without a lock. */
+typedef struct md__regpool {
+  md_memory mem;             /* the descriptor, as registered (its fd: the client's number then) */
+  md__pool_plan plan;        /* what validation learned (sizes) */
+  md__mapping map;           /* the pool's mapping, acquired by this object */
+  void *host_registered;     /* the address the backend's host_register accepted, or NULL */
+} md__regpool;
+
 /* ---- buffer data access (buffer.c) ----
  * A write goes in place only when nobody else uses the current storage (the buffer's reference
  * is the only one and no other write is in place); otherwise into fresh storage that the commit
@@ -159,6 +171,9 @@ void md__exec_ctx_free_all(md_device *d, md__prepared *p);
 void md__buffer_destroy(md_device *d, md__buffer *b);
 /* Frees an event and its shapes; its execution has finished (it held a reference). */
 void md__event_destroy(md_device *d, md__event *ev);
+/* Releases a registered pool's mapping (the backend's host_unregister first, when it took the
+ * range) and frees p. */
+void md__regpool_destroy(md_device *d, md__regpool *p);
 
 /* Stops the async workers (exec_async.c): marks the device stopping, so a new execute_async
  * fails with DEVICE_UNAVAILABLE ("the device is closing"), lets the workers run every queued
@@ -231,6 +246,22 @@ md_status md__copy_from(md_device *, md_handle client, md_token dst, const md_me
  * not a live token of the client, or freed by a concurrent call) with a message, and nothing
  * changes. */
 md_status md__free_buffer(md_device *, md_handle client, md_token);
+
+/* register_memory (SPEC 9, registered.c): validates mem as a request pool (SPEC 2: kind, fd,
+ * prot, geometry, range), maps it, offers the mapping to the backend's host_register, and
+ * issues *pool, a handle owned by client. What the client later does with mem->fd does not
+ * matter: the mapping holds the file. On error, the status is returned with a message
+ * (INVALID_ARGUMENT for a NULL argument, a client that is not live or closed during the call,
+ * or a descriptor that breaks SPEC 2; GENERAL_FAILURE for one that cannot be mapped;
+ * RESOURCE_EXHAUSTED_TRANSIENT for memory or handles), nothing is kept and *pool is 0 (when pool
+ * is not NULL). */
+md_status md__register_memory(md_device *, md_handle client, const md_memory *mem, md_handle *pool);
+
+/* unregister_memory (SPEC 9, registered.c): kills the pool's handle; its mapping goes when the
+ * last execution using it ends. On error, INVALID_ARGUMENT is returned (client not live, pool
+ * not a live registered pool of the client, or unregistered by a concurrent call) with a
+ * message, and nothing changes. */
+md_status md__unregister_memory(md_device *, md_handle client, md_handle pool);
 
 /* execute (SPEC 4, exec_run.c): validates the request (md__exec_create, exec_int.h), runs the
  * prepared model on the device and gives the output shapes (the first n_shapes) and timing.
