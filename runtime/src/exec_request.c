@@ -282,6 +282,14 @@ md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_han
   /* Map the memory pools last: a pool that cannot be mapped is GENERAL_FAILURE. */
   md__client *c = x->ce->obj;
   for (uint32_t i = 0; i < x->n_pools; i++) {
+    if (x->reg[i] && MD_MUTANT(registered_pool_rereads_fd)) {
+      /* Mutant: the pool is mapped again through the fd number it was registered with. */
+      char buf[64];
+      st = md__pool_acquire(c->pools, &((const md__regpool *)x->reg[i]->obj)->mem, MD__POOL_IO,
+                            pool_what(fn, i, buf, sizeof buf), NULL, &x->maps[i]);
+      if (st != MD_NONE) goto fail;
+      continue;
+    }
     if (x->reg[i]) {
       /* Mapped at registration; the entry this execution holds keeps the mapping. */
       x->maps[i] = ((const md__regpool *)x->reg[i]->obj)->map;

@@ -15,6 +15,7 @@
  *   - close_client releases the client's registered pools without counting them as leaks. */
 #include <stdlib.h>
 
+#include "mutant.h"
 #include "error.h"
 #include "objects_int.h"
 
@@ -79,8 +80,9 @@ md_status md__unregister_memory(md_device *d, md_handle client, md_handle pool) 
   if (st != MD_NONE) return st;
   st = md__owned_get(d, "unregister_memory", "registered pool", client, pool, MD__KIND_POOL, &pe);
   if (st == MD_NONE) {
-    /* The handle dies now; the mapping goes when the last execution using it ends. */
-    if (!md__handle_kill(&d->ht, pe, pool))
+    /* The handle dies now; the mapping goes when the last execution using it ends. (Mutant
+     * registered_pool_lives_on: it is not killed.) */
+    if (!MD_MUTANT(registered_pool_lives_on) && !md__handle_kill(&d->ht, pe, pool))
       st = md__fail(MD_INVALID_ARGUMENT, "unregister_memory: registered pool 0x%016llx: was already released",
                     (unsigned long long)pool);
     md__handle_put(&d->ht, pe);
