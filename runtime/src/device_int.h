@@ -86,6 +86,14 @@ md_status md__client_get(md_device *d, const char *fn, md_handle client, md__hen
 md_status md__owned_get(md_device *d, const char *fn, const char *what, md_handle client,
                         md_handle h, md__kind kind, md__hentry **out);
 
+/* md__client_get and md__owned_get through the calling thread's reference cache (handles.h:
+ * md__handle_use): the same checks and messages; on success *u holds the use, which the caller
+ * ends with md__handle_unuse on the same thread. For calls that end on the thread that made
+ * them (a synchronous execution); lock-free, and a repeated use moves no reference count. */
+md_status md__client_use(md_device *d, const char *fn, md_handle client, md__use *u);
+md_status md__owned_use(md_device *d, const char *fn, const char *what, md_handle client, md_handle h,
+                        md__kind kind, md__use *u);
+
 /* ---- backends (backend_registry.c) ---- */
 
 /* Opens the backend d->cfg.backend names ("auto": hip when registered and it opens, else sim)

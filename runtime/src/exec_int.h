@@ -32,14 +32,17 @@ struct md__exec {
   md__exec *next;            /* the device's queue (exec_async.c) */
   md_device *d;
   md_handle client, prepared;
-  md__hentry *ce, *pe, *ee;
+  bool cached;               /* ce, pe, tok and reg come from the thread's reference cache
+                                (a synchronous execution), else each holds a reference */
+  md__use ce, pe;            /* the client and the prepared model */
+  md__hentry *ee;            /* async: the event (a reference) */
   md__prepared *p;
   const md_request *req;     /* the caller's; valid only during validation */
   uint32_t n_in, n_out, n_pools;
   io_arg *in, *out;
   md__mapping *maps;         /* per request pool; scope NULL for token and registered pools */
-  md__hentry **tok;          /* per request pool: the buffer's entry, or NULL */
-  md__hentry **reg;          /* per request pool: the registered pool's entry, or NULL */
+  md__use *tok;              /* per request pool: the buffer's entry (tok[i].e), or NULL */
+  md__use *reg;              /* per request pool: the registered pool's entry, or NULL */
   md_output_shape *shapes;   /* n_out */
   md__pool_plan *plans;      /* per request pool, during validation */
   md_timing timing;

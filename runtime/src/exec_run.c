@@ -38,9 +38,21 @@ struct md__exec_ctx {
   uint64_t *tmp_cap;         /* n: their sizes */
 };
 
+/* The calling thread's context slot (threads are numbered once, in the order they first run
+ * an execution). */
+static unsigned my_slot(void) {
+  static _Atomic unsigned next_thread;
+  static _Thread_local unsigned me;   /* 0: not numbered yet */
+  if (!me) me = atomic_fetch_add_explicit(&next_thread, 1, memory_order_relaxed) % MD__CTX_SLOTS + 1u;
+  return me - 1u;
+}
+
 static md__exec_ctx *ctx_get(md__prepared *p) {
+  /* The hit path: this thread's slot, one exchange on a line of its own. */
+  md__exec_ctx *c = atomic_exchange_explicit(&p->slots[my_slot()].ctx, NULL, memory_order_acquire);
+  if (c) return c;
   md__spin_lock(&p->ctx_lock);
-  md__exec_ctx *c = p->ctx_free;
+  c = p->ctx_free;
   if (c) p->ctx_free = c->next;
   md__spin_unlock(&p->ctx_lock);
   if (c) return c;
@@ -55,21 +67,33 @@ static md__exec_ctx *ctx_get(md__prepared *p) {
 }
 
 static void ctx_put(md__prepared *p, md__exec_ctx *c) {
+  md__exec_ctx *none = NULL;
+  if (atomic_compare_exchange_strong_explicit(&p->slots[my_slot()].ctx, &none, c, memory_order_release,
+                                              memory_order_relaxed))
+    return;
   md__spin_lock(&p->ctx_lock);
   c->next = p->ctx_free;
   p->ctx_free = c;
   md__spin_unlock(&p->ctx_lock);
 }
 
+static void ctx_free(md_device *d, md__exec_ctx *c) {
+  for (uint32_t i = 0; i < c->n; i++)
+    if (c->tmp[i]) d->be->free(d->bk, c->tmp[i]);
+  if (c->stream) d->be->stream_destroy(d->bk, c->stream);
+  free(c);
+}
+
 void md__exec_ctx_free_all(md_device *d, md__prepared *p) {
+  for (unsigned i = 0; i < MD__CTX_SLOTS; i++) {
+    md__exec_ctx *c = atomic_exchange_explicit(&p->slots[i].ctx, NULL, memory_order_acquire);
+    if (c) ctx_free(d, c);
+  }
   md__exec_ctx *c = p->ctx_free;
   p->ctx_free = NULL;
   while (c) {
     md__exec_ctx *next = c->next;
-    for (uint32_t i = 0; i < c->n; i++)
-      if (c->tmp[i]) d->be->free(d->bk, c->tmp[i]);
-    if (c->stream) d->be->stream_destroy(d->bk, c->stream);
-    free(c);
+    ctx_free(d, c);
     c = next;
   }
 }

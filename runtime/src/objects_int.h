@@ -35,12 +35,21 @@ typedef struct md__client {
  * a steady stream of executions allocates no device memory). exec_run.c owns the layout. */
 typedef struct md__exec_ctx md__exec_ctx;
 
+/* Execution contexts kept for reuse, per thread: a thread takes and gives back its own slot's
+ * context with one atomic exchange on a cache line no other thread writes (threads are spread
+ * over the slots by a per-thread number; two that share a slot still work, they just contend). */
+#define MD__CTX_SLOTS 8u
+typedef struct md__ctx_slot {
+  _Alignas(64) _Atomic(md__exec_ctx *) ctx;
+} md__ctx_slot;
+
 typedef struct md__prepared {
-  md__model *model;
+  md__model *model;          /* read by every execution: on a line nothing writes while in use */
   md_devptr *dev_const;      /* per operand: device copy of a constant tensor, or 0 */
   uint64_t dev_bytes;
-  md__spin ctx_lock;         /* guards ctx_free */
-  md__exec_ctx *ctx_free;    /* contexts not in use: one per execution that ran concurrently */
+  md__ctx_slot slots[MD__CTX_SLOTS];
+  _Alignas(64) md__spin ctx_lock;   /* guards ctx_free: contexts beyond one per slot */
+  md__exec_ctx *ctx_free;
 } md__prepared;
 
 /* Device memory of a buffer. The buffer holds one reference; a call or execution reading or

@@ -1,6 +1,7 @@
 /* prepared.c - prepared models: building one from an md_model (validation and deep copy in
  * model_check.c and model.c, constants uploaded to the device), releasing it, destroying it. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "error.h"
 #include "objects_int.h"
@@ -46,7 +47,9 @@ md_status md__prepare_model(md_device *d, md_handle client, const md_model *mode
   md_status st = md__client_get(d, "prepare_model", client, &ce);
   if (st != MD_NONE) return st;
   md__client *c = ce->obj;
-  md__prepared *p = calloc(1, sizeof *p);
+  /* Cache-line aligned: its context slots are one line each (objects_int.h). */
+  md__prepared *p = aligned_alloc(64, (sizeof *p + 63) & ~(size_t)63);
+  if (p) memset(p, 0, sizeof *p);
   if (!p) {
     md__handle_put(&d->ht, ce);
     return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "prepare_model: out of memory");
