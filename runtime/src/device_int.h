@@ -45,7 +45,10 @@ struct md_device {
   md__exec *q_head, *q_tail;
   pthread_t workers[2];
   uint32_t n_workers;
+  uint32_t timed_waiters;    /* workers sleeping with a deadline (they reap without a signal) */
+  uint64_t last_queued_ns;   /* when an execution was last queued */
   bool stopping;
+  _Atomic uint32_t async_queued;   /* executions queued or running on the workers */
   /* device loss (device_loss.c): once set, every call but close_client/close_device is
    * DEVICE_UNAVAILABLE */
   _Atomic int lost;

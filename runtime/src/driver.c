@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "error.h"
 #include "kernels/kernel_ctx.h"
@@ -58,7 +59,11 @@ static md_status open_device(const char *config, md_device **out) {
   md__htable_init(&d->ht, key, destroy_object, d);
   atomic_fetch_add(&md__kernel_registry_pins, 1);
   pthread_mutex_init(&d->q_lock, NULL);
-  pthread_cond_init(&d->q_cond, NULL);
+  pthread_condattr_t ca;   /* the async workers sleep until monotonic deadlines (exec_async.c) */
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&d->q_cond, &ca);
+  pthread_condattr_destroy(&ca);
   pthread_mutex_init(&d->lost_lock, NULL);
   *out = d;
   return MD_NONE;

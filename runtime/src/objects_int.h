@@ -47,6 +47,7 @@ typedef struct md__prepared {
   md__model *model;          /* read by every execution: on a line nothing writes while in use */
   md_devptr *dev_const;      /* per operand: device copy of a constant tensor, or 0 */
   uint64_t dev_bytes;
+  bool all_builtin;          /* every operation runs a built-in kernel (never blocks) */
   md__ctx_slot slots[MD__CTX_SLOTS];
   _Alignas(64) md__spin ctx_lock;   /* guards ctx_free: contexts beyond one per slot */
   md__exec_ctx *ctx_free;

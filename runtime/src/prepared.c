@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "kernels/kernel_ctx.h"
 #include "objects_int.h"
 
 void md__prepared_destroy(md_device *d, md__prepared *p) {
@@ -61,6 +62,9 @@ md_status md__prepare_model(md_device *d, md_handle client, const md_model *mode
   } else if ((st = upload_constants(d, p)) != MD_NONE) {
     md__prepared_destroy(d, p);
   } else {
+    p->all_builtin = true;
+    for (uint32_t i = 0; i < p->model->n_operations; i++)
+      p->all_builtin &= md__kernel_is_builtin(p->model->operations[i].kernel) != 0;
     md__hentry *pe;
     st = md__handle_issue(&d->ht, MD__KIND_PREPARED, client, p, out, &pe);
     if (st != MD_NONE) {
