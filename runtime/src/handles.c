@@ -129,8 +129,8 @@ void md__handle_put(md__htable *t, md__hentry *e) {
  * DEAD when a kill found it busy (that thread then drops the reference). Only the owner sets
  * BUSY and makes a slot non-zero; a killer only moves an idle slot to 0 (stealing its
  * reference) or a busy one to DEAD. The owner-only arrays say which handle and table each slot
- * was filled for. The caches of all threads form one list, never freed: a thread that ends
- * drops its references and its cache is reused by the next thread that needs one. */
+ * was filled for. The caches of all threads are one static array: a thread that ends drops its
+ * references and its cache is reused by the next thread that needs one. */
 #define RC_BUSY ((uintptr_t)1)
 #define RC_DEAD ((uintptr_t)2)
 #define RC_FLAGS (RC_BUSY | RC_DEAD)
@@ -141,13 +141,17 @@ typedef struct refcache {
   md__htable *table[MD__RC_SLOTS];              /* owner-only */
   uint32_t victim;                              /* owner-only: next slot to evict */
   _Atomic int in_use;
-  struct refcache *next;                        /* set before the cache is published */
 } refcache;
 
-static _Atomic(refcache *) caches;
-static pthread_mutex_t caches_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The caches live in static storage: nothing to free when the driver is unloaded (dlclose), and
+ * nothing for a leak checker to find. A thread beyond the first MAX_CACHES that use the driver
+ * at once looks handles up with plain references. */
+#define MAX_CACHES 256u
+static refcache caches[MAX_CACHES];
+static _Atomic uint32_t n_caches;   /* caches[0, n_caches) have been handed out at least once */
 static pthread_key_t cache_key;
 static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
+static _Atomic int cache_key_made;
 static _Thread_local refcache *mine;
 
 /* A thread ends: its idle references go (it holds no busy one: no call of it runs). */
@@ -164,26 +168,35 @@ static void cache_exit(void *p) {
   atomic_store_explicit(&rc->in_use, 0, memory_order_release);
 }
 
-static void make_key(void) { pthread_key_create(&cache_key, cache_exit); }
+static void make_key(void) {
+  if (pthread_key_create(&cache_key, cache_exit) == 0) atomic_store(&cache_key_made, 1);
+}
+
+/* The driver is unloaded (or the process ends): no thread may run cache_exit in code that is
+ * going away. */
+__attribute__((destructor)) static void caches_unload(void) {
+  if (atomic_load(&cache_key_made)) pthread_key_delete(cache_key);
+  atomic_store(&cache_key_made, 0);
+}
 
 static refcache *my_cache(void) {
   if (mine) return mine;
   pthread_once(&cache_key_once, make_key);
+  if (!atomic_load(&cache_key_made)) return NULL;
   refcache *rc = NULL;
-  for (refcache *c = atomic_load_explicit(&caches, memory_order_acquire); c && !rc; c = c->next) {
+  uint32_t n = atomic_load_explicit(&n_caches, memory_order_acquire);
+  for (uint32_t i = 0; i < n && !rc; i++) {
     int free_ = 0;
-    if (atomic_compare_exchange_strong(&c->in_use, &free_, 1)) rc = c;
+    if (atomic_compare_exchange_strong(&caches[i].in_use, &free_, 1)) rc = &caches[i];
   }
-  if (!rc) {
-    rc = aligned_alloc(64, sizeof *rc);
-    if (!rc) return NULL;
-    memset(rc, 0, sizeof *rc);
-    atomic_init(&rc->in_use, 1);
-    pthread_mutex_lock(&caches_lock);
-    rc->next = atomic_load_explicit(&caches, memory_order_relaxed);
-    atomic_store_explicit(&caches, rc, memory_order_release);
-    pthread_mutex_unlock(&caches_lock);
+  while (!rc && n < MAX_CACHES) {
+    /* A fresh one: claim index n (another thread may take it first: then try the next). */
+    if (atomic_compare_exchange_weak(&n_caches, &n, n + 1)) {
+      int free_ = 0;
+      if (atomic_compare_exchange_strong(&caches[n].in_use, &free_, 1)) rc = &caches[n];
+    }
   }
+  if (!rc) return NULL;
   if (pthread_setspecific(cache_key, rc) != 0) {
     atomic_store_explicit(&rc->in_use, 0, memory_order_release);
     return NULL;
@@ -196,7 +209,9 @@ static refcache *my_cache(void) {
  * idle slots are emptied (their reference dropped here), busy ones marked dead (their thread
  * drops it when its call ends). The caller holds a reference of its own. */
 static void steal(md__htable *t, md__hentry *e) {
-  for (refcache *rc = atomic_load_explicit(&caches, memory_order_acquire); rc; rc = rc->next)
+  uint32_t n = atomic_load_explicit(&n_caches, memory_order_acquire);
+  for (uint32_t c = 0; c < n; c++) {
+    refcache *rc = &caches[c];
     for (unsigned i = 0; i < MD__RC_SLOTS; i++) {
       uintptr_t v = atomic_load(&rc->slot[i]);
       while ((v & ~RC_FLAGS) == (uintptr_t)e && !(v & RC_DEAD)) {
@@ -208,6 +223,7 @@ static void steal(md__htable *t, md__hentry *e) {
         }
       }
     }
+  }
 }
 
 md__hentry *md__handle_use(md__htable *t, md_handle h, md__kind kind, md__use *u) {
