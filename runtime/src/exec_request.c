@@ -140,16 +140,14 @@ static md_status check_arg(md__exec *x, const char *fn, const md_request_arg *a,
       return md__fail(MD_INVALID_ARGUMENT,
                       "%s: %s %u: token " TOKFMT " was not allocated for this role (prepared model 0x%016llx, %s %u)",
                       fn, io, i, TOK(t), (unsigned long long)x->prepared, io, i);
-    /* Inputs combine with what the buffer holds now, outputs with what it may ever hold. */
-    uint32_t brank, bdims[MD_MAX_RANK];
-    md__spin_lock(&b->lock);
-    brank = is_out ? b->init_rank : b->cur_rank;
-    if (brank) memcpy(bdims, is_out ? md__buf_init_dims(b) : md__buf_cur_dims(b), brank * sizeof *bdims);
-    md__spin_unlock(&b->lock);
-    if (md__dims_combine(out->rank, out->dims, brank, bdims, &out->rank, out->dims, &axis))
+    /* Outputs combine with what the buffer may ever hold (its initial dims, which never change:
+     * read without its lock); inputs with what it holds now, read once with their storage
+     * (md__exec_create's snapshot) and combined there, still before any initialization check. */
+    if (!is_out) return MD_NONE;
+    if (md__dims_combine(out->rank, out->dims, b->init_rank, md__buf_init_dims(b), &out->rank, out->dims, &axis))
       return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: token " TOKFMT ": dims %s do not combine with the buffer's %s",
                       fn, io, i, TOK(t), md__dims_str(out->rank, out->dims, s1, sizeof s1),
-                      md__dims_str(brank, bdims, s2, sizeof s2));
+                      md__dims_str(b->init_rank, md__buf_init_dims(b), s2, sizeof s2));
     return MD_NONE;
   }
 
@@ -265,7 +263,15 @@ md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_han
     }
   }
 
-  /* Inputs must be initialized: after every INVALID_ARGUMENT check (the role comes first). */
+  /* Token inputs: one snapshot of each buffer (its current dims, and its storage when it can be
+   * read), then every dims check (INVALID_ARGUMENT), then every initialization check
+   * (GENERAL_FAILURE): the role comes first, SPEC 8.5. */
+  md__read_state *rs = NULL, rs_small[8];
+  if (x->n_in) rs = x->n_in <= 8 ? rs_small : malloc(x->n_in * sizeof *rs);
+  if (x->n_in && !rs) {
+    st = md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "%s: out of memory", fn);
+    goto fail;
+  }
   for (uint32_t i = 0; i < x->n_in; i++) {
     io_arg *a = &x->in[i];
     if (a->kind != ARG_TOKEN) continue;
@@ -275,23 +281,28 @@ md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_han
       a->rd = a->buf->st;
       if (a->rd) md__ref_get(&a->rd->ref);
       md__spin_unlock(&a->buf->lock);
-      if (!a->rd) {
-        st = md__fail(MD_GENERAL_FAILURE, "%s: input %u: buffer has no storage", fn, i);
-        goto fail;
-      }
+      rs[i] = a->rd ? MD__READ_OK : MD__READ_UNINITIALIZED;
       continue;
     }
     uint32_t rank, dims[MD_MAX_RANK], axis;
-    st = md__buffer_read_begin(a->buf, &a->rd, &rank, dims);
-    if (st != MD_NONE) {
-      md__fail_prefix(st, "%s: input %u: token " TOKFMT, fn, i, TOK(req->pools[a->pool].token));
-      goto fail;
-    }
-    if (md__dims_combine(a->rank, a->dims, rank, dims, &a->rank, a->dims, &axis)) {
-      st = md__fail(MD_INVALID_ARGUMENT, "%s: input %u: the buffer's dims changed during the call", fn, i);
-      goto fail;
+    rs[i] = md__buffer_read_snapshot(a->buf, &a->rd, &rank, dims);
+    if (st == MD_NONE && md__dims_combine(a->rank, a->dims, rank, dims, &a->rank, a->dims, &axis)) {
+      char s1[64], s2[64];
+      st = md__fail(MD_INVALID_ARGUMENT, "%s: input %u: token " TOKFMT ": dims %s do not combine with the buffer's %s",
+                    fn, i, TOK(req->pools[a->pool].token), md__dims_str(a->rank, a->dims, s1, sizeof s1),
+                    md__dims_str(rank, dims, s2, sizeof s2));
     }
   }
+  for (uint32_t i = 0; i < x->n_in && st == MD_NONE; i++) {
+    io_arg *a = &x->in[i];
+    if (a->kind != ARG_TOKEN || rs[i] == MD__READ_OK) continue;
+    st = md__fail(MD_GENERAL_FAILURE, "%s: input %u: token " TOKFMT ": %s", fn, i, TOK(req->pools[a->pool].token),
+                  MD_MUTANT(init_unchecked) ? "buffer has no storage"
+                  : rs[i] == MD__READ_UNINITIALIZED ? "buffer is not initialized"
+                                                    : "buffer is being written by another call");
+  }
+  if (rs != rs_small) free(rs);
+  if (st != MD_NONE) goto fail;
 
   /* Map the memory pools last: a pool that cannot be mapped is GENERAL_FAILURE. */
   md__client *c = x->ce.e->obj;

@@ -147,6 +147,12 @@ void md__buffer_write_abort(md_device *d, md__buffer *b, md__write *w);
  * (callers prefix the call), nothing is held and *st, *rank and dims are untouched. */
 md_status md__buffer_read_begin(md__buffer *b, md__storage **st, uint32_t *rank, uint32_t *dims);
 
+/* md__buffer_read_begin in one round of the buffer's lock, saying why instead of failing: the
+ * current dims always (*rank, dims[MD_MAX_RANK]), and a reference on the current storage (*st)
+ * only when the result is MD__READ_OK. No message is written. */
+typedef enum md__read_state { MD__READ_OK = 0, MD__READ_UNINITIALIZED = 1, MD__READ_BEING_WRITTEN = 2 } md__read_state;
+md__read_state md__buffer_read_snapshot(md__buffer *b, md__storage **st, uint32_t *rank, uint32_t *dims);
+
 /* Drops a reference on s (NULL is ignored); the last one frees its device memory, and s itself
  * unless it is embedded in its buffer. Never fails. */
 void md__storage_put(md_device *d, md__storage *s);
