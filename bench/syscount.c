@@ -36,9 +36,9 @@ typedef struct report {
   md_syscount counts;
 } report;
 
+#ifdef COUNTS
 static report *shared;
 
-#ifdef COUNTS
 /* md_syscount_raw(nr, a1..a6): the one place whose system calls the filter lets through. */
 long md_syscount_raw(long nr, long a1, long a2, long a3, long a4, long a5, long a6);
 extern char md_syscount_tramp_start[], md_syscount_tramp_end[];
