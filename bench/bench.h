@@ -137,5 +137,13 @@ int mdb_bench_execute(const mdb_opts *o);
 int mdb_bench_threads(const mdb_opts *o);
 int mdb_bench_memory(const mdb_opts *o);
 int mdb_bench_async(const mdb_opts *o);
+int mdb_bench_scale(const mdb_opts *o);
+
+/* bench_scale.c: the fast paths' execute overhead with p->n live buffers (rows
+ * scale_*@<n>_buffers); the token benchmark calls it after each growth step. 0 or -1. */
+int mdb_scale_buffers(mdb_pop *p, size_t n);
+void mdb_scale_set_quick(bool quick);
+/* Releases what mdb_scale_buffers keeps on the population's device (before mdb_pop_close). */
+void mdb_scale_close(void);
 
 #endif

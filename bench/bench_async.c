@@ -2,14 +2,16 @@
  *
  * (a) Latency: one execute_async + wait_event of a one-operation model (RELU on [1,4], pools
  *     in and out), median wall time, beside a synchronous execute of the same request timed
- *     in the same run. The async path queues the input copy, the kernel and the output copy
- *     on a stream that the device's worker threads run, so its extra cost is the hand-offs.
+ *     in the same run (target: <= 2x). Such a small execution runs in the calling thread
+ *     (docs/execution.md), so its extra cost is the event.
  * (b) Throughput: RELU on [256,1024] (1 MiB in, 1 MiB out) run back to back, synchronously,
- *     against two executions kept in flight (two requests on their own pools, each on its own
- *     stream), executions per second, ratio against the synchronous figure. */
+ *     against two executions kept in flight (two requests on their own pools, each issued on
+ *     its own stream and finished by its waiter), executions per second, ratio against the
+ *     synchronous figure (target: >= 1.5x); windows of each take turns, medians. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bench.h"
 
@@ -19,6 +21,12 @@ typedef struct req_set {
   md_request_pool pools[2];
   md_request req;
 } req_set;
+
+static uint64_t cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static int req_open(req_set *r, size_t bytes) {
   memset(r, 0, sizeof *r);
@@ -69,7 +77,7 @@ static int finish(mdb_env *env, md_handle ev) {
 
 int mdb_bench_async(const mdb_opts *o) {
   const char *B = "async";
-  unsigned reps = o->quick ? 2000 : 10000, big_reps = o->quick ? 40 : 200;
+  unsigned reps = o->quick ? 2000 : 10000, big_reps = o->quick ? 40 : 160;
   mdb_env env;
   if (mdb_env_open(&env, B, "backend=sim") != 0) return -1;
   int rc = -1;
@@ -107,31 +115,43 @@ int mdb_bench_async(const mdb_opts *o) {
     goto done;
   }
   double sync_ns = mdb_median(vs, reps), async_ns = mdb_median(va, reps);
-  mdb_row("async_execute_latency", "ns", async_ns, sync_ns, async_ns / sync_ns, "report", MDB_INFO,
+  mdb_row("async_execute_latency", "ns", async_ns, sync_ns, async_ns / sync_ns, "<= 2x sync execute",
+          async_ns / sync_ns <= 2.0 ? MDB_PASS : MDB_MISS,
           "execute_async + wait_event, 1-op RELU [1,4]; baseline: synchronous execute %.0f ns", sync_ns);
 
-  /* (b) throughput, 1 MiB a side */
+  /* (b) throughput, 1 MiB a side: sync and async windows take turns, so a noisy neighbour slows
+   * both alike; each figure is the median of its windows. */
   for (int w = 0; w < 5; w++)
     if (run_sync(&env, pb, &b1)) goto done;
-  uint64_t t0 = mdb_now_ns();
-  for (unsigned i = 0; i < big_reps; i++)
-    if (run_sync(&env, pb, &b1)) goto done;
-  double sync_eps = big_reps / ((double)(mdb_now_ns() - t0) / 1e9);
-  md_handle e1, e2;
-  if (start(&env, pb, &b1, &e1) || start(&env, pb, &b2, &e2)) goto done;
-  t0 = mdb_now_ns();
-  for (unsigned i = 0; i < big_reps / 2; i++) {
-    if (finish(&env, e1) || start(&env, pb, &b1, &e1)) goto done;
-    if (finish(&env, e2) || start(&env, pb, &b2, &e2)) goto done;
+  unsigned rounds = o->quick ? 3 : 7, per = big_reps / 4;
+  double se[8], ae[8], ac[8];
+  for (unsigned rd = 0; rd < rounds; rd++) {
+    uint64_t t0 = mdb_now_ns();
+    for (unsigned i = 0; i < per; i++)
+      if (run_sync(&env, pb, &b1)) goto done;
+    se[rd] = per / ((double)(mdb_now_ns() - t0) / 1e9);
+    md_handle e1, e2;
+    uint64_t c0 = cpu_ns();
+    t0 = mdb_now_ns();
+    if (start(&env, pb, &b1, &e1) || start(&env, pb, &b2, &e2)) goto done;
+    for (unsigned i = 0; i + 2 < per; i += 2) {
+      if (finish(&env, e1) || start(&env, pb, &b1, &e1)) goto done;
+      if (finish(&env, e2) || start(&env, pb, &b2, &e2)) goto done;
+    }
+    if (finish(&env, e1) || finish(&env, e2)) goto done;
+    uint64_t wall = mdb_now_ns() - t0;
+    ae[rd] = per / ((double)wall / 1e9);
+    ac[rd] = (double)(cpu_ns() - c0) / (double)wall;
   }
-  double async_eps = big_reps / ((double)(mdb_now_ns() - t0) / 1e9);
-  if (finish(&env, e1) || finish(&env, e2)) goto done;
+  double sync_eps = mdb_median(se, rounds), async_eps = mdb_median(ae, rounds), cpu_got = mdb_median(ac, rounds);
   if (check_relu(&b1, bb) || check_relu(&b2, bb)) {
     mdb_fail(B, "wrong RELU result (big)");
     goto done;
   }
-  mdb_row("async_throughput_2_streams", "exec/s", async_eps, sync_eps, async_eps / sync_eps, "report", MDB_INFO,
-          "RELU [256,1024], 2 executions in flight vs back-to-back execute (%d CPUs)", mdb_cpus());
+  mdb_row("async_throughput_2_streams", "exec/s", async_eps, sync_eps, async_eps / sync_eps, ">= 1.5x sync",
+          async_eps / sync_eps >= 1.5 ? MDB_PASS : MDB_MISS,
+          "RELU [256,1024] (1 MiB in, 1 MiB out), 2 executions in flight vs back-to-back execute; CPUs got %.2f of %d",
+          cpu_got, mdb_cpus());
   rc = 0;
 done:
   free(vs);

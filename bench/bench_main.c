@@ -5,8 +5,8 @@
  *   md_bench [--quick] [--filter NAME] [--markdown FILE]
  *
  * --quick runs fewer repetitions (under 30 s); --filter runs the benchmarks whose name
- * contains NAME (token, copy, execute, threads, memory); --markdown also writes the table as
- * Markdown. */
+ * contains NAME (token, copy, execute, threads, memory, async, scale); --markdown also writes
+ * the table as Markdown. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +26,7 @@ static const bench benches[] = {
     {"threads", mdb_bench_threads, "2 threads on one shared input vs 1"},
     {"memory", mdb_bench_memory, "bookkeeping per live buffer (1M buffers)"},
     {"async", mdb_bench_async, "execute_async on the sim's streams vs execute"},
+    {"scale", mdb_bench_scale, "fast-path execute overhead at 1/1K/1M buffers, 1/16/256 clients"},
 };
 #define N_BENCH (sizeof benches / sizeof benches[0])
 
@@ -74,6 +75,7 @@ int main(int argc, char **argv) {
   mdb_table_print();
   printf("total %.1f s\n", (double)(mdb_now_ns() - t0) / 1e9);
   if (markdown && mdb_table_markdown(markdown, machine) != 0) fprintf(stderr, "md_bench: cannot write %s\n", markdown);
+  mdb_scale_close();
   mdb_pop_close();
   return mdb_failures() ? 1 : 0;
 }

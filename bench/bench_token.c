@@ -92,6 +92,9 @@ int mdb_bench_token(const mdb_opts *o) {
     if (mdb_pop_grow(p, "token", sizes[i]) != 0) return -1;
     double grow_s = (double)(mdb_now_ns() - g0) / 1e9;
     size_t live = p->n < sizes[i] ? p->n : sizes[i];
+    /* The scale benchmark's rows for this population, measured now that it exists. */
+    mdb_scale_set_quick(o->quick);
+    if (mdb_scale_buffers(p, sizes[i]) != 0) return -1;
     int r = measure(p, live, 8, batches, validate, &ns[i]);
     if (r) return -1;
     if (i > 0) {

@@ -68,6 +68,14 @@ const mdc_call_desc mdc_calls[MDC_CALL_COUNT] = {
                              {CLIENT_CALL, A(EVENT), OPT(TIMEOUT_NS), OPT(N_SHAPES)}, MDC_OBJ_NONE, 2,
                              {MDC_X_SHAPES, MDC_X_TIMING}, MDC_CALL_IN_BLOCK | MDC_CALL_CLIENT,
                              "waits for an event: the execution's status, shapes and timing"},
+    [MDC_CALL_REGISTER_MEMORY] = {MDC_CALL_REGISTER_MEMORY, "register_memory", SLOT(register_memory), 3,
+                                  {CLIENT_CALL, A(MEMORY)}, MDC_OBJ_POOL, 0, {0},
+                                  MDC_CALL_IN_BLOCK | MDC_CALL_CLIENT | MDC_CALL_V11 | MDC_CALL_OPTIONAL,
+                                  "registers a pool once (SPEC 9); `as` names it for requests"},
+    [MDC_CALL_UNREGISTER_MEMORY] = {MDC_CALL_UNREGISTER_MEMORY, "unregister_memory", SLOT(unregister_memory), 3,
+                                    {CLIENT_CALL, A(POOL)}, MDC_OBJ_NONE, 0, {0},
+                                    MDC_CALL_IN_BLOCK | MDC_CALL_CLIENT | MDC_CALL_V11 | MDC_CALL_OPTIONAL,
+                                    "unregisters a registered pool (SPEC 9)"},
 };
 
 static const char *const obj_names[MDC_OBJ_COUNT] = {

@@ -121,7 +121,7 @@ int mdc__arg_request(mdc__run *r, mdc__where *w, json_t *ev, mdc__arena *a, md_r
   } else if (!json_is_object(q)) {
     return mdc__terr(w, "'request' takes a request name or an inline request");
   }
-  return mdc__request_build(w, &r->names, q, r->strict, 1, a, out);
+  return mdc__request_build(w, &r->names, q, r->strict, r->hdr.minor, 1, a, out);
 }
 
 int mdc__arg_handle(mdc__run *r, mdc__where *w, json_t *ev, mdc_arg_id id, uint64_t *out) {

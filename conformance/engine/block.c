@@ -120,8 +120,15 @@ static int request_uses(mdc__run *r, json_t *q, const block_event *e, mem_use **
   size_t i;
   json_t *p;
   json_array_foreach(pools, i, p) {
-    json_t *m = json_object_get(p, "memory");
-    if (!json_is_string(m)) continue;
+    json_t *m = json_object_get(p, "memory"), *reg = json_object_get(p, "registered");
+    const char *mname = json_is_string(m) ? json_string_value(m) : NULL;
+    if (json_is_string(reg)) {
+      /* A registered pool is the memory it was registered from (when registered before the
+       * block; one registered inside it is not known here). */
+      mdc__name *nm = mdc__names_find(&r->names, json_string_value(reg));
+      if (nm && nm->kind == MDC_OBJ_POOL && nm->registered_from) mname = nm->registered_from->name;
+    }
+    if (!mname) continue;
     int write = 0;
     size_t k;
     json_t *o;
@@ -129,7 +136,7 @@ static int request_uses(mdc__run *r, json_t *q, const block_event *e, mem_use **
       json_t *pi = json_object_get(o, "pool");
       if (json_is_integer(pi) && json_integer_value(pi) == (json_int_t)i) write = 1;
     }
-    if (use_add(u, n, cap, json_string_value(m), e, write)) return -1;
+    if (use_add(u, n, cap, mname, e, write)) return -1;
   }
   return 0;
 }

@@ -8,6 +8,7 @@
 
 #include "engine_int.h"
 #include "md/config.h"
+#include "md/loader.h"
 
 /* What every handler gets: the event, its expectations, an arena for the call's arguments,
  * and the device and client already resolved for calls that take a client. */
@@ -98,9 +99,11 @@ static int check_requires(mdc__run *r, mdc__where *w, md_device *dev) {
     int met;
     if (strcmp(tok, "sim") == 0) met = strcmp(caps.backend, "sim") == 0;
     else if (strcmp(tok, "memory_domains") == 0) met = caps.supports_memory_domains != 0;
+    else if (strcmp(tok, "registered_pools") == 0)
+      met = MD_DRIVER_HAS(r->drv, register_memory) && MD_DRIVER_HAS(r->drv, unregister_memory);
     else if (r->strict) {
       w->op = "header";
-      return mdc__terr(w, "requires: unknown capability '%s' (sim, memory_domains)", tok);
+      return mdc__terr(w, "requires: unknown capability '%s' (sim, memory_domains, registered_pools)", tok);
     } else met = 0; /* a newer minor's capability this mdc cannot check */
     if (!met) {
       char msg[512];
@@ -448,6 +451,49 @@ static int h_wait_event(call_ctx *c) {
   return run_judged(c, 0, NULL, event, timeout, def_shapes);
 }
 
+/* ---- registered pools (SPEC 9): optional entries, judged NotSupported where absent ---- */
+
+/* Whether the driver has the optional entry of call c; records NotSupported when it has not (a
+ * trace that calls it requires "registered_pools", so this is reached only when that was not
+ * judged yet). */
+static int has_entry(call_ctx *c, int has) {
+  if (has) return 1;
+  char msg[512];
+  snprintf(msg, sizeof msg, "%s:%u: %s: the driver's table has no %s (SPEC 9: registered pools are optional)",
+           c->w->path, c->w->line, c->w->op, c->w->op);
+  mdc__record(c->r, MDC_NOT_SUPPORTED, c->w, msg, "registered_pools", "absent");
+  return 0;
+}
+
+static int h_register_memory(call_ctx *c) {
+  mdc__run *r = c->r;
+  mdc__pool *pool;
+  mdc__name *as;
+  if (mdc__arg_memory(r, c->w, c->ev, MDC_A_MEMORY, &pool) || mdc__arg_as(r, c->w, c->ev, MDC_OBJ_POOL, 0, &as))
+    return -1;
+  if (!has_entry(c, MD_DRIVER_HAS(r->drv, register_memory))) return 1;
+  md_handle h = 0;
+  md_status st = r->drv->register_memory(c->dev, c->client, &pool->mem, &h);
+  if (st == MD_NONE && as) {
+    /* For the concurrent-block lint: executions writing this pool write that memory. */
+    mdc__name *src = mdc__names_find(&r->names, json_string_value(json_object_get(c->ev, mdc_args[MDC_A_MEMORY].key)));
+    mdc__names_bind(&r->names, as, h, c->dev, 0);
+    pthread_mutex_lock(&r->names.lock);
+    as->registered_from = src;
+    pthread_mutex_unlock(&r->names.lock);
+  }
+  if (st == MD_NONE) c->produced = h;
+  return judge(c, st, c->dev);
+}
+
+static int h_unregister_memory(call_ctx *c) {
+  uint64_t h;
+  if (mdc__arg_handle(c->r, c->w, c->ev, MDC_A_POOL, &h)) return -1;
+  if (!has_entry(c, MD_DRIVER_HAS(c->r->drv, unregister_memory))) return 1;
+  md_status st = c->r->drv->unregister_memory(c->dev, c->client, h);
+  return judge(c, st, c->dev);
+}
+
 static const handler handlers[MDC_CALL_COUNT] = {
     [MDC_CALL_OPEN_DEVICE] = h_open_device,
     [MDC_CALL_CLOSE_DEVICE] = h_close_device,
@@ -464,6 +510,8 @@ static const handler handlers[MDC_CALL_COUNT] = {
     [MDC_CALL_EXECUTE] = h_execute,
     [MDC_CALL_EXECUTE_ASYNC] = h_execute_async,
     [MDC_CALL_WAIT_EVENT] = h_wait_event,
+    [MDC_CALL_REGISTER_MEMORY] = h_register_memory,
+    [MDC_CALL_UNREGISTER_MEMORY] = h_unregister_memory,
 };
 
 int mdc__call_run(mdc__run *r, mdc__where *w, const mdc_call_desc *call, json_t *ev) {

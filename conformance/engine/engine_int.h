@@ -121,6 +121,7 @@ typedef struct mdc__name {
   md_device *dev;       /* devices: the device; handles: the device they belong to */
   uint32_t n_outputs;   /* events: outputs of the request that made them */
   mdc__pool *pool;      /* memory */
+  struct mdc__name *registered_from; /* registered pools: the memory named at register_memory */
   mdc__model *model;    /* model (owned by the run, mdc__run_keep_model) */
   json_t *request;      /* request (a reference) */
   int has_status;       /* the call that declared it (`as`, `id`) has run: its status */
@@ -162,8 +163,9 @@ int mdc__resolve_memory(mdc__where *w, mdc__names *t, json_t *v, const char *wha
 int mdc__model_build(mdc__where *w, mdc__names *t, json_t *obj, int strict, mdc__model **out);
 void mdc__model_free(mdc__model *m);
 /* Builds a request into storage from `a`. resolve == 0 only checks its shape (names may be
- * produced later); resolve == 1 resolves every name. */
-int mdc__request_build(mdc__where *w, mdc__names *t, json_t *obj, int strict, int resolve,
+ * produced later); resolve == 1 resolves every name. minor: the trace's (a pool entry
+ * {"registered": NAME} needs 1.1). */
+int mdc__request_build(mdc__where *w, mdc__names *t, json_t *obj, int strict, int minor, int resolve,
                        mdc__arena *a, md_request *out);
 
 /* ---- the judge (judge.c) ---- */

@@ -1,9 +1,13 @@
 /* events.c - the replayer's own events (not driver calls): the pools it makes (`memory`,
- * `bad_memory`), writing and checking their bytes (`fill`, `check`), models and requests defined
+ * `bad_memory`), writing and checking their bytes (`fill`, `check`), closing or replacing their
+ * fds (`close_fd`, `replace_fd`), models and requests defined
  * by name, and the markers of a concurrent block. Their table feeds the reader's checks and the
  * docs' event table, as mdc/calls.h does for driver calls. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine_int.h"
 
@@ -78,6 +82,34 @@ static int fill_check(mdc__run *r, mdc__where *w, json_t *ev, int check) {
 static int ev_fill(mdc__run *r, mdc__where *w, json_t *ev) { return fill_check(r, w, ev, 0); }
 static int ev_check(mdc__run *r, mdc__where *w, json_t *ev) { return fill_check(r, w, ev, 1); }
 
+/* close_fd and replace_fd (1.1): what a client may do with a pool's fd after registering it
+ * (contract 9). The replayer keeps its own mapping of the file, so fill and check still work. */
+static int fd_event(mdc__run *r, mdc__where *w, json_t *ev, const char *key, mdc__pool **out) {
+  json_t *mv = json_object_get(ev, key);
+  if (!mv) return mdc__terr(w, "missing field '%s'", key);
+  if (mdc__resolve_memory(w, &r->names, mv, key, out)) return -1;
+  if (!(*out)->map) return mdc__terr(w, "'%s': a bad_memory descriptor has no fd of its own", key);
+  if ((*out)->fds[0] < 0) return mdc__terr(w, "'%s': its fd was closed by an earlier close_fd", key);
+  return 0;
+}
+
+static int ev_close_fd(mdc__run *r, mdc__where *w, json_t *ev) {
+  mdc__pool *p;
+  if (fd_event(r, w, ev, "memory", &p)) return -1;
+  close(p->fds[0]);   /* the descriptor keeps the number, which no longer names the file */
+  p->fds[0] = -1;
+  return 0;
+}
+
+static int ev_replace_fd(mdc__run *r, mdc__where *w, json_t *ev) {
+  mdc__pool *p, *with;
+  if (fd_event(r, w, ev, "memory", &p) || fd_event(r, w, ev, "with", &with)) return -1;
+  if (p == with) return mdc__terr(w, "'with' names the same memory");
+  /* The memory's fd number now names with's file (its own file stays mapped by the replayer). */
+  if (dup3(with->fds[0], p->fds[0], O_CLOEXEC) < 0) return mdc__terr(w, "dup3: %s", strerror(errno));
+  return 0;
+}
+
 static int ev_model(mdc__run *r, mdc__where *w, json_t *ev) {
   mdc__name *as;
   mdc__model *m;
@@ -95,7 +127,7 @@ static int ev_request(mdc__run *r, mdc__where *w, json_t *ev) {
   md_request q;
   /* Only its shape is checked now: its names may be produced later. */
   int rc = mdc__arg_as(r, w, ev, MDC_OBJ_REQUEST, 1, &as) ||
-           mdc__request_build(w, &r->names, ev, r->strict, 0, &a, &q);
+           mdc__request_build(w, &r->names, ev, r->strict, r->hdr.minor, 0, &a, &q);
   mdc__arena_free(&a);
   if (rc) return -1;
   if (as->request) json_decref(as->request);
@@ -122,6 +154,10 @@ const mdc__event_desc mdc__events[] = {
      "`as`, the model", "defines a model to use by name"},
     {"request", 0, {"as", "inputs", "outputs", "pools"}, ev_request, "`as`, the request",
      "defines a request to use by name"},
+    {"close_fd", MDC__EV_V11, {"memory"}, ev_close_fd, "`memory`",
+     "1.1: closes the pool's fd (its descriptor keeps the number; the replayer's own mapping stays for fill and check)"},
+    {"replace_fd", MDC__EV_V11, {"memory", "with"}, ev_replace_fd, "`memory`, `with`",
+     "1.1: the pool's fd number now names the file of `with` (dup2)"},
     {"expect_tally", MDC__EV_V11, {"tally", "exactly", "at_least", "at_most"}, mdc__expect_tally,
      "`tally`, `exactly`, `at_least`, `at_most` (each `{\"LABEL\": count}`)",
      "judges the counts of a tally (1.1)"},

@@ -211,7 +211,7 @@ static int request_arg(mdc__where *w, mdc__arena *a, json_t *o, int strict, cons
   return 0;
 }
 
-int mdc__request_build(mdc__where *w, mdc__names *t, json_t *obj, int strict, int resolve,
+int mdc__request_build(mdc__where *w, mdc__names *t, json_t *obj, int strict, int minor, int resolve,
                        mdc__arena *a, md_request *out) {
   static const char *const keys[] = {"op", "as", "inputs", "outputs", "pools", NULL};
   memset(out, 0, sizeof *out);
@@ -238,10 +238,19 @@ int mdc__request_build(mdc__where *w, mdc__names *t, json_t *obj, int strict, in
   if (!pools) return mdc__terr(w, "out of memory");
   for (size_t i = 0; i < n; i++) {
     json_t *p = json_array_get(arr, i), *mem = json_object_get(p, "memory"),
-           *tok = json_object_get(p, "token");
-    if (!json_is_object(p) || (!mem == !tok) || (strict && json_object_size(p) != 1))
-      return mdc__terr(w, "pools[%zu] must be {\"memory\": NAME} or {\"token\": NAME}", i);
-    if (mem) {
+           *tok = json_object_get(p, "token"), *reg = json_object_get(p, "registered");
+    if (!json_is_object(p) || (!!mem + !!tok + !!reg) != 1 || (strict && json_object_size(p) != 1))
+      return mdc__terr(w, "pools[%zu] must be {\"memory\": NAME}, {\"token\": NAME} or {\"registered\": NAME}", i);
+    if (reg) {
+      /* SPEC 9: is_token 2, token = the registered pool's handle (1.1). */
+      if (minor < 1)
+        return mdc__terr(w, "pools[%zu]: 'registered' needs trace format 1.1 (the header says 1.%d)", i, minor);
+      pools[i].is_token = 2;
+      pools[i].memory.fd = -1;
+      if (resolve && mdc__resolve_handle(w, t, reg, "pools", &pools[i].token)) return -1;
+      if (!resolve && !json_is_string(reg) && !json_is_object(reg))
+        return mdc__terr(w, "pools[%zu]: 'registered' takes a name or a literal", i);
+    } else if (mem) {
       if (!json_is_string(mem)) return mdc__terr(w, "pools[%zu]: 'memory' takes a name", i);
       if (resolve) {
         mdc__pool *pool;

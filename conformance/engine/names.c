@@ -116,7 +116,8 @@ int mdc__names_declare(mdc__where *w, mdc__names *t, const char *field, const ch
 }
 
 static int is_handle_kind(mdc_obj k) {
-  return k == MDC_OBJ_CLIENT || k == MDC_OBJ_PREPARED || k == MDC_OBJ_TOKEN || k == MDC_OBJ_EVENT;
+  return k == MDC_OBJ_CLIENT || k == MDC_OBJ_PREPARED || k == MDC_OBJ_TOKEN || k == MDC_OBJ_EVENT ||
+         k == MDC_OBJ_POOL;
 }
 
 int mdc__names_get(mdc__names *t, const char *name, mdc__name *copy) {

@@ -139,8 +139,14 @@ int mdc__op_check(mdc__run *r, mdc__where *w, json_t *ev, int in_block, uint32_t
       if (!known) return mdc__terr(w, "unknown field '%s'", key);
     }
   }
-  if (op.event && (op.event->flags & MDC__EV_V11) && r->hdr.minor < 1)
+  if (((op.event && (op.event->flags & MDC__EV_V11)) || (op.call && (op.call->flags & MDC_CALL_V11))) &&
+      r->hdr.minor < 1)
     return mdc__terr(w, "'%s' needs trace format 1.1 (the header says 1.%d)", op.name, r->hdr.minor);
+  /* An optional entry of md_driver (SPEC 9) exists only in the drivers that offer it: a trace
+   * that calls one says so, and a driver without it gets NotSupported. */
+  if (op.call && (op.call->flags & MDC_CALL_OPTIONAL) && !requires_has(r, "registered_pools"))
+    return mdc__terr(w, "the trace calls %s (SPEC 9): its header's `requires` must list \"registered_pools\"",
+                     op.name);
   if (mdc__outcome_fields_check(r, w, ev, &op)) return -1;
   mdc__expect e;
   if (mdc__expect_parse(w, op.call, ev, r->strict, &e)) return -1;

@@ -41,6 +41,12 @@ static json_t *ev(mdc_call call, md_device *d, md_handle client) {
   return o;
 }
 
+/* Forgets registered pool i (closing the recorder's fd). */
+static void regpool_drop(size_t i) {
+  if (R->regpools[i].mem.fd >= 0) close(R->regpools[i].mem.fd);
+  R->regpools[i] = R->regpools[--R->n_regpools];
+}
+
 static void expect_status(json_t *o, md_status st) {
   if (st == MD_NONE) return;
   json_t *e = json_object_get(o, "expect");
@@ -174,6 +180,9 @@ static md_status r_close_client(md_device *d, md_handle client, md_leak_report *
   memset(&lr, 0, sizeof lr);
   md_status st = R->real->close_client(d, client, leaks ? &lr : NULL);
   if (leaks) *leaks = lr;
+  if (st == MD_NONE)   /* its registered pools are released with it (SPEC 9) */
+    for (size_t i = R->n_regpools; i-- > 0;)
+      if (R->regpools[i].client == client && R->regpools[i].dev == d) regpool_drop(i);
   expect_status(o, st);
   if (st == MD_NONE && leaks)
     json_object_set_new(expect_obj(o), EXPECT_KEY(LEAKS),
@@ -375,6 +384,55 @@ static md_status r_wait_event(md_device *d, md_handle client, md_handle event, u
 
 static const char *r_last_error(md_device *d) { return R->real->last_error(d); }
 
+/* SPEC 9: in the table only when the real driver has them. */
+static md_status r_register_memory(md_device *d, md_handle client, const md_memory *mem, md_handle *pool) {
+  pthread_mutex_lock(&R->mu);
+  size_t idx = SIZE_MAX;
+  const char *mn = mem ? md__rec_memory(mem, &idx) : NULL;
+  json_t *o = ev(MDC_CALL_REGISTER_MEMORY, d, client);
+  if (mn) json_object_set_new(o, KEY(MEMORY), json_string(mn));
+  md_handle h = 0;
+  md_status st = R->real->register_memory(d, client, mem, pool ? &h : NULL);
+  if (pool) *pool = h;
+  R->used_registered = 1;
+  if (st == MD_NONE && pool) {
+    json_object_set_new(o, "as", json_string(md__rec_bind(REC_POOL, h)));
+    if (R->n_regpools == R->cap_regpools) {
+      size_t cap = R->cap_regpools ? 2 * R->cap_regpools : 8;
+      rec_regpool *p = realloc(R->regpools, cap * sizeof *p);
+      if (p) R->regpools = p, R->cap_regpools = cap;
+    }
+    if (R->n_regpools < R->cap_regpools) {
+      /* The recorder's own duplicate: the workload may close or reuse its fd from now on. */
+      rec_regpool rp = {.handle = h, .client = client, .dev = d, .mem = *mem};
+      rp.mem.fd = fcntl(mem->fd, F_DUPFD_CLOEXEC, 0);
+      R->regpools[R->n_regpools++] = rp;
+    }
+  }
+  expect_status(o, st);
+  md__rec_emit(o);
+  pthread_mutex_unlock(&R->mu);
+  return st;
+}
+
+static md_status r_unregister_memory(md_device *d, md_handle client, md_handle pool) {
+  pthread_mutex_lock(&R->mu);
+  json_t *o = ev(MDC_CALL_UNREGISTER_MEMORY, d, client);
+  json_object_set_new(o, KEY(POOL), md__rec_ref(pool));
+  md_status st = R->real->unregister_memory(d, client, pool);
+  R->used_registered = 1;
+  if (st == MD_NONE)
+    for (size_t i = R->n_regpools; i-- > 0;)
+      if (R->regpools[i].handle == pool && R->regpools[i].dev == d) {
+        regpool_drop(i);
+        break;
+      }
+  expect_status(o, st);
+  md__rec_emit(o);
+  pthread_mutex_unlock(&R->mu);
+  return st;
+}
+
 /* ---- loading -------------------------------------------------------------------------------- */
 
 static void init(void) {
@@ -403,7 +461,10 @@ static void init(void) {
     fprintf(stderr, "mdc-record: open_memstream: %s\n", strerror(errno));
     return;
   }
-  md_driver t = *R->real;
+  /* The real table may be a v1 table, shorter than md_driver: copy what it has. */
+  md_driver t;
+  memset(&t, 0, sizeof t);
+  memcpy(&t, R->real, R->real->struct_size < sizeof t ? R->real->struct_size : sizeof t);
   t.open_device = r_open_device;
   t.close_device = r_close_device;
   t.get_capabilities = r_get_capabilities;
@@ -420,6 +481,8 @@ static void init(void) {
   t.execute_async = r_execute_async;
   t.wait_event = r_wait_event;
   t.last_error = r_last_error;
+  t.register_memory = MD_DRIVER_HAS(R->real, register_memory) ? r_register_memory : NULL;
+  t.unregister_memory = MD_DRIVER_HAS(R->real, unregister_memory) ? r_unregister_memory : NULL;
   t.struct_size = sizeof t;
   R->table = t;
   R->ok = 1;

@@ -14,8 +14,9 @@
 
 #include "md/driver.h"
 
-/* Kinds of names: the prefix of a symbolic name (d1, c1, pm1, t1, ev1; mo1 models, m1 pools). */
-typedef enum rec_kind { REC_DEVICE, REC_CLIENT, REC_PREPARED, REC_TOKEN, REC_EVENT, REC_KINDS } rec_kind;
+/* Kinds of names: the prefix of a symbolic name (d1, c1, pm1, t1, ev1, rp1 registered pools; mo1
+ * models, m1 pools). */
+typedef enum rec_kind { REC_DEVICE, REC_CLIENT, REC_PREPARED, REC_TOKEN, REC_EVENT, REC_POOL, REC_KINDS } rec_kind;
 
 typedef struct rec_name {
   uint64_t value;
@@ -33,6 +34,15 @@ typedef struct rec_mem {
   uint32_t prot, width, height, layers, format;
   uint8_t *last;       /* the content the replayer's copy holds now (size bytes) */
 } rec_mem;
+
+/* A registered pool (SPEC 9) the workload holds: the recorder's own duplicate of its fd, so its
+ * content can be read (a `fill` before a request that uses it, a `check` after one that writes
+ * it) whatever the workload does with its own fd. */
+typedef struct rec_regpool {
+  uint64_t handle, client;
+  md_device *dev;
+  md_memory mem;       /* as registered, with fd = the recorder's duplicate (-1: none) */
+} rec_regpool;
 
 /* Output pools of an execution started by execute_async, checked after its wait_event. */
 typedef struct rec_pending {
@@ -72,6 +82,9 @@ typedef struct rec_state {
   size_t n_mems, cap_mems;
   rec_pending *pending;
   size_t n_pending, cap_pending;
+  rec_regpool *regpools;
+  size_t n_regpools, cap_regpools;
+  int used_registered; /* a register_memory was recorded: the trace is 1.1 and requires it */
   int finalized;
 } rec_state;
 
@@ -104,6 +117,9 @@ const char *md__rec_model(const md_model *m, char name[24]);
  * pools its outputs may write (at most cap_out), to check after the execution. */
 json_t *md__rec_request(const md_request *r, size_t *out_mems, int *out_fds, size_t *n_out,
                         size_t cap_out);
+
+/* The registered pool with this handle (the newest registration), or NULL. */
+rec_regpool *md__rec_regpool(uint64_t handle);
 
 /* Writes header + events to the output file (once). */
 void md__rec_finish(void);

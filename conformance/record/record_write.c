@@ -47,7 +47,7 @@ void md__rec_emit(json_t *obj) {
 
 /* ---- names ---------------------------------------------------------------------------------- */
 
-static const char *const prefixes[REC_KINDS] = {"d", "c", "pm", "t", "ev"};
+static const char *const prefixes[REC_KINDS] = {"d", "c", "pm", "t", "ev", "rp"};
 
 const char *md__rec_bind(rec_kind kind, uint64_t value) {
   rec_state *R = &md__rec;
@@ -408,30 +408,51 @@ static json_t *args(const md_request_arg *a, uint32_t n) {
   return arr;
 }
 
+rec_regpool *md__rec_regpool(uint64_t handle) {
+  rec_state *R = &md__rec;
+  for (size_t i = R->n_regpools; i-- > 0;)
+    if (R->regpools[i].handle == handle) return &R->regpools[i];
+  return NULL;
+}
+
 json_t *md__rec_request(const md_request *r, size_t *out_mems, int *out_fds, size_t *n_out,
                         size_t cap_out) {
   json_t *pools = json_array();
   size_t *idx = calloc(r->n_pools ? r->n_pools : 1, sizeof *idx);
-  if (!idx) oom();
+  int *fds = calloc(r->n_pools ? r->n_pools : 1, sizeof *fds);
+  if (!idx || !fds) oom();
   for (uint32_t i = 0; r->pools && i < r->n_pools; i++) {
     idx[i] = SIZE_MAX;
-    if (r->pools[i].is_token)
+    fds[i] = -1;
+    if (r->pools[i].is_token == 2) {
+      /* A registered pool: its memory's content as it is now (a `fill` when it changed since
+       * the recorder last saw it), read through the recorder's own fd. */
+      rec_regpool *rp = md__rec_regpool(r->pools[i].token);
+      if (rp && rp->mem.fd >= 0) {
+        md__rec_memory(&rp->mem, &idx[i]);
+        fds[i] = rp->mem.fd;
+      }
+      json_array_append_new(pools, json_pack("{s:o}", "registered", md__rec_ref(r->pools[i].token)));
+    } else if (r->pools[i].is_token) {
       json_array_append_new(pools, json_pack("{s:o}", "token", md__rec_ref(r->pools[i].token)));
-    else
+    } else {
       json_array_append_new(pools, json_pack("{s:s}", "memory", md__rec_memory(&r->pools[i].memory, &idx[i])));
+      fds[i] = r->pools[i].memory.fd;
+    }
   }
   /* The pools the execution may write: those of outputs with a value, each once. */
   *n_out = 0;
   for (uint32_t i = 0; r->outputs && i < r->n_outputs; i++) {
     uint32_t p = r->outputs[i].pool;
-    if (r->outputs[i].has_no_value || p >= r->n_pools || r->pools[p].is_token || idx[p] == SIZE_MAX) continue;
+    if (r->outputs[i].has_no_value || p >= r->n_pools || idx[p] == SIZE_MAX) continue;
     int seen = 0;
     for (size_t k = 0; k < *n_out; k++) seen |= out_mems[k] == idx[p];
     if (seen || *n_out == cap_out) continue;
     out_mems[*n_out] = idx[p];
-    out_fds[*n_out] = r->pools[p].memory.fd;
+    out_fds[*n_out] = fds[p];
     (*n_out)++;
   }
+  free(fds);
   free(idx);
   return json_pack("{s:o,s:o,s:o}", "inputs", args(r->inputs, r->n_inputs), "outputs",
                    args(r->outputs, r->n_outputs), "pools", pools);
@@ -465,6 +486,11 @@ void md__rec_finish(void) {
   free(R->pending);
   R->pending = NULL;
   R->n_pending = R->cap_pending = 0;
+  for (size_t i = 0; i < R->n_regpools; i++)
+    if (R->regpools[i].mem.fd >= 0) close(R->regpools[i].mem.fd);
+  free(R->regpools);
+  R->regpools = NULL;
+  R->n_regpools = R->cap_regpools = 0;
 }
 
 static void write_file(rec_state *R) {
@@ -475,11 +501,14 @@ static void write_file(rec_state *R) {
   char drv[200];
   snprintf(drv, sizeof drv, "%s %s", R->real->name ? R->real->name : "?",
            R->real->version ? R->real->version : "?");
-  json_t *h = json_pack("{s:s,s:s,s:s,s:[s],s:{s:s,s:s},s:[],s:b,s:[s,s]}", "mdc_trace", "1.0",
+  /* Registered pools (SPEC 9) are trace format 1.1 and a capability the replay's driver needs. */
+  json_t *h = json_pack("{s:s,s:s,s:s,s:[s],s:{s:s,s:s},s:[],s:b,s:[s,s]}", "mdc_trace",
+                        R->used_registered ? "1.1" : "1.0",
                         "name", R->trace_name, "description", desc, "rules", rule, "recorded_on",
                         "driver", drv, "backend", R->backend, "requires", "must_pass", 1, "tags",
                         "recorded", "workloads");
   if (R->memory_domains) json_array_append_new(json_object_get(h, "requires"), json_string("memory_domains"));
+  if (R->used_registered) json_array_append_new(json_object_get(h, "requires"), json_string("registered_pools"));
   char *hs = json_dumps(h, JSON_PRESERVE_ORDER);
   json_decref(h);
   char tmp[PATH_MAX + 32];

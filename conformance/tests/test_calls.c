@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "engine_int.h"
+#include "md/loader.h"
 #include "mdc/calls.h"
 
 Test(calls, every_call_is_a_driver_member_in_abi_order) {
@@ -16,7 +17,7 @@ Test(calls, every_call_is_a_driver_member_in_abi_order) {
       SLOT(open_device), SLOT(close_device), SLOT(get_capabilities), SLOT(get_supported_operations),
       SLOT(open_client), SLOT(close_client), SLOT(prepare_model), SLOT(release_prepared_model),
       SLOT(allocate), SLOT(copy_to), SLOT(copy_from), SLOT(free_buffer), SLOT(execute),
-      SLOT(execute_async), SLOT(wait_event),
+      SLOT(execute_async), SLOT(wait_event), SLOT(register_memory), SLOT(unregister_memory),
 #undef SLOT
   };
   cr_assert_eq(MDC_CALL_COUNT, sizeof abi / sizeof abi[0]);
@@ -31,6 +32,9 @@ Test(calls, every_call_is_a_driver_member_in_abi_order) {
     cr_expect_eq(mdc_call_has_arg(c, MDC_A_CLIENT), (c->flags & MDC_CALL_CLIENT) != 0, "%s", c->name);
     for (uint32_t k = 0; k < c->n_args; k++) cr_expect_lt(c->args[k].id, MDC_A_COUNT, "%s", c->name);
     for (uint32_t k = 0; k < c->n_expect; k++) cr_expect_not_null(mdc_expect_key(c->expect[k]), "%s", c->name);
+    /* The optional entries (SPEC 9) are exactly those past the v1 table, and new in 1.1. */
+    cr_expect_eq((c->flags & MDC_CALL_OPTIONAL) != 0, c->slot >= MD_DRIVER_SIZE_V1, "%s", c->name);
+    if (c->flags & MDC_CALL_OPTIONAL) cr_expect(c->flags & MDC_CALL_V11, "%s", c->name);
   }
   cr_expect_null(mdc_call_find("last_error"), "last_error is never a trace event");
   cr_expect_null(mdc_call_find("memory"));

@@ -146,6 +146,9 @@ ParameterizedTestParameters(engine, broken_trace_is_a_trace_error) {
       {"no_header.jsonl", 1, "must be the header"},
       {"empty.jsonl", 1, "no header"},
       {"header_unknown_field.jsonl", 1, "header: unknown field 'expcet'"},
+      {"registered_without_requires.jsonl", 2, "must list \"registered_pools\""},
+      {"registered_in_1_0.jsonl", 2, "pools[0]: 'registered' needs trace format 1.1"},
+      {"close_fd_twice.jsonl", 4, "'memory': its fd was closed by an earlier close_fd"},
   };
   return cr_make_param_array(bad_case, cases, sizeof cases / sizeof cases[0]);
 }
@@ -450,3 +453,43 @@ Test(engine, replay_config_is_merged_into_the_first_open_device) {
   cr_assert_eq(mdc_trace_run(ref(), T("good", "basic_add.jsonl"), "backend=hip;seed=3", &res), MDC_PASS,
                "%s", res.message);
 }
+
+/* ---- registered pools (SPEC 9): optional entries of the table ---- */
+#include "md/loader.h"
+
+Test(engine, a_table_without_registered_pools_is_not_supported_for_them) {
+  mdc_result res;
+  /* A v1-size table: whatever lies past its end, it has no register_memory. */
+  wrap();
+  fake.struct_size = (uint32_t)MD_DRIVER_SIZE_V1;
+  mdc_verdict v = mdc_trace_run(&fake, MDC_CORPUS "/registered/inputs_and_outputs_roundtrip.jsonl", NULL, &res);
+  cr_expect_eq(v, MDC_NOT_SUPPORTED, "%s %s", mdc_verdict_name(v), res.message);
+  cr_expect(strstr(res.message, "registered_pools"), "%s", res.message);
+  /* The request rule every driver owes (is_token 2 with no pool handle: INVALID_ARGUMENT). */
+  v = mdc_trace_run(&fake, MDC_CORPUS "/registered/not_a_pool_handle_rejected_by_every_driver.jsonl", NULL, &res);
+  cr_expect_eq(v, MDC_PASS, "%s %s", mdc_verdict_name(v), res.message);
+  /* A full-size table with a NULL entry lacks it too. */
+  wrap();
+  fake.unregister_memory = NULL;
+  v = mdc_trace_run(&fake, MDC_CORPUS "/registered/dead_after_unregister.jsonl", NULL, &res);
+  cr_expect_eq(v, MDC_NOT_SUPPORTED, "%s %s", mdc_verdict_name(v), res.message);
+  wrap();
+  v = mdc_trace_run(&fake, MDC_CORPUS "/registered/dead_after_unregister.jsonl", NULL, &res);
+  cr_expect_eq(v, MDC_PASS, "%s %s", mdc_verdict_name(v), res.message);
+}
+
+/* A driver whose pools are not bound to their client fails the binding trace where it says. */
+static md_status unregister_anyones(md_device *d, md_handle c, md_handle pool) {
+  md_status st = real->unregister_memory(d, c, pool);
+  return st == MD_INVALID_ARGUMENT ? MD_NONE : st;   /* breaks SPEC 9 / SPEC 5 */
+}
+
+Test(engine, registered_pool_rules_fail_a_driver_that_breaks_them) {
+  wrap();
+  fake.unregister_memory = unregister_anyones;
+  mdc_result res;
+  mdc_verdict v = mdc_trace_run(&fake, MDC_CORPUS "/registered/bound_to_its_client.jsonl", NULL, &res);
+  cr_expect_eq(v, MDC_FAIL, "%s %s", mdc_verdict_name(v), res.message);
+  cr_expect(strstr(res.message, "unregister_memory"), "%s", res.message);
+}
+

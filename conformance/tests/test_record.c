@@ -94,6 +94,38 @@ Test(record, a_changed_expected_value_fails) {
   mdc_out_free(&r);
 }
 
+/* Registered pools (SPEC 9): the recording registers them, names them in requests, follows their
+ * content through the recorder's own fd (the workload closes and replaces its fds), and its header
+ * is 1.1 requiring registered_pools; it replays Pass. */
+Test(record, registered_pools_recording_replays_pass) {
+  char dir[64], out[128];
+  tmpdir(dir);
+  snprintf(out, sizeof out, "%s/reg.jsonl", dir);
+  mdc_out r = mdc("record", "--out", out, "--name", "t/registered", "--", MDC_TEST_REGISTERED_WL);
+  cr_assert_eq(r.rc, 0, "record: rc %d\n%s", r.rc, r.err);
+  mdc_out_free(&r);
+  json_t *h = first_line(out);
+  cr_expect_str_eq(json_string_value(json_object_get(h, "mdc_trace")), "1.1");
+  json_t *req = json_object_get(h, "requires");
+  int has = 0;
+  for (size_t i = 0; i < json_array_size(req); i++)
+    has |= strcmp(json_string_value(json_array_get(req, i)), "registered_pools") == 0;
+  cr_expect(has, "requires lists registered_pools");
+  json_decref(h);
+  char *text = slurp(out);
+  cr_expect(strstr(text, "\"op\": \"register_memory\""), "registrations recorded");
+  cr_expect(strstr(text, "\"registered\": \"rp1\""), "requests name the registered pool");
+  cr_expect(strstr(text, "\"op\": \"unregister_memory\""), "unregistrations recorded");
+  cr_expect(strstr(text, "\"op\": \"fill\""), "new input bytes recorded as a fill");
+  free(text);
+  r = mdc("replay", "--no-db", "--json", out);
+  cr_assert_eq(r.rc, 0, "replay of the recording: rc %d\n%s\n%s", r.rc, r.out, r.err);
+  json_t *j = out_json(&r);
+  cr_expect_str_eq(jstatus(j, "t/registered"), "Pass", "%s", jmessage(j, "t/registered"));
+  json_decref(j);
+  mdc_out_free(&r);
+}
+
 Test(record, bad_usage) {
   mdc_out r = mdc("record", "--", MD_WL_SEQUENCE);
   cr_expect_eq(r.rc, 2, "no --out");

@@ -495,7 +495,8 @@ static const char *last_error(md_device *d) {
 
 static const md_driver skeleton = {
   .abi_version = MD_DRIVER_ABI_VERSION,
-  .struct_size = sizeof(md_driver), /* the v1 table: no registered pools (§9) */
+  /* The v1 table: it ends at last_error, so it has no registered pools (contract §9). */
+  .struct_size = offsetof(md_driver, register_memory),
   .name = SKEL_NAME,
   .version = SKEL_VERSION,
   .open_device = open_device,

@@ -86,6 +86,16 @@ void md__buffer_write_abort(md_device *d, md__buffer *b, md__write *w) {
   w->st = NULL;
 }
 
+md__read_state md__buffer_read_snapshot(md__buffer *b, md__storage **st, uint32_t *rank, uint32_t *dims) {
+  md__spin_lock(&b->lock);
+  md__read_state r = !b->initialized ? MD__READ_UNINITIALIZED : b->writing ? MD__READ_BEING_WRITTEN : MD__READ_OK;
+  if (r == MD__READ_OK) *st = storage_get_locked(b);
+  *rank = b->cur_rank;
+  if (b->cur_rank) memcpy(dims, md__buf_cur_dims(b), b->cur_rank * sizeof *dims);
+  md__spin_unlock(&b->lock);
+  return r;
+}
+
 md_status md__buffer_read_begin(md__buffer *b, md__storage **st, uint32_t *rank, uint32_t *dims) {
   md__spin_lock(&b->lock);
   md_status r = MD_NONE;

@@ -45,6 +45,7 @@ static void release_owned(md__hentry *e, void *arg) {
     case MD__KIND_BUFFER: c->rep.buffers++; c->rep.bytes += bytes; break;
     case MD__KIND_PREPARED: c->rep.prepared_models++; break;
     case MD__KIND_EVENT: c->rep.events++; break;
+    case MD__KIND_POOL: break;   /* SPEC 9: registered pools are released, not leaks */
     case MD__KIND_CLIENT: break;
   }
 }

@@ -46,7 +46,10 @@ struct md_device {
   md__exec *parked;          /* stalled executions (a fault plan's stall@N), not yet released */
   pthread_t workers[2];
   uint32_t n_workers;
+  uint32_t timed_waiters;    /* workers sleeping with a deadline (they reap without a signal) */
+  uint64_t last_queued_ns;   /* when an execution was last queued */
   bool stopping;
+  _Atomic uint32_t async_queued;   /* executions queued or running on the workers */
   /* device loss (device_loss.c): once set, every call but close_client/close_device is
    * DEVICE_UNAVAILABLE */
   _Atomic int lost;
@@ -86,6 +89,14 @@ md_status md__client_get(md_device *d, const char *fn, md_handle client, md__hen
  * reference is held and *out is untouched. Lock-free. */
 md_status md__owned_get(md_device *d, const char *fn, const char *what, md_handle client,
                         md_handle h, md__kind kind, md__hentry **out);
+
+/* md__client_get and md__owned_get through the calling thread's reference cache (handles.h:
+ * md__handle_use): the same checks and messages; on success *u holds the use, which the caller
+ * ends with md__handle_unuse on the same thread. For calls that end on the thread that made
+ * them (a synchronous execution); lock-free, and a repeated use moves no reference count. */
+md_status md__client_use(md_device *d, const char *fn, md_handle client, md__use *u);
+md_status md__owned_use(md_device *d, const char *fn, const char *what, md_handle client, md_handle h,
+                        md__kind kind, md__use *u);
 
 /* ---- backends (backend_registry.c) ---- */
 

@@ -1,6 +1,6 @@
 /* driver.c - the reference driver's md_driver table: opening and closing a device, the
  * device-wide queries, and the entry points that check the device before they hand a call to
- * the object files below (client.c, prepared.c, buffer.c, exec_*.c).
+ * the object files below (client.c, prepared.c, memory_domain.c, registered.c, exec_*.c).
  *
  * This is the top of the runtime: nothing below calls back into it. It also owns the handle
  * table's destroy callback, the one place that knows every kind of object, and registers it
@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "error.h"
 #include "kernels/kernel_ctx.h"
@@ -25,6 +26,7 @@ static void destroy_object(void *ctx, md__hentry *e) {
     case MD__KIND_PREPARED: md__prepared_destroy(d, e->obj); break;
     case MD__KIND_BUFFER: md__buffer_destroy(d, e->obj); break;
     case MD__KIND_EVENT: md__event_destroy(d, e->obj); break;
+    case MD__KIND_POOL: md__regpool_destroy(d, e->obj); break;
   }
 }
 
@@ -57,7 +59,11 @@ static md_status open_device(const char *config, md_device **out) {
   md__htable_init(&d->ht, key, destroy_object, d);
   atomic_fetch_add(&md__kernel_registry_pins, 1);
   pthread_mutex_init(&d->q_lock, NULL);
-  pthread_cond_init(&d->q_cond, NULL);
+  pthread_condattr_t ca;   /* the async workers sleep until monotonic deadlines (exec_async.c) */
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&d->q_cond, &ca);
+  pthread_condattr_destroy(&ca);
   pthread_mutex_init(&d->lost_lock, NULL);
   *out = d;
   return MD_NONE;
@@ -183,6 +189,16 @@ static md_status wait_event(md_device *d, md_handle client, md_handle event, uin
   return md__wait_event(d, client, event, timeout_ns, shapes, n_shapes, timing);
 }
 
+static md_status register_memory(md_device *d, md_handle client, const md_memory *mem, md_handle *pool) {
+  if (pool) *pool = 0;
+  NEED_DEVICE("register_memory");
+  return md__register_memory(d, client, mem, pool);
+}
+static md_status unregister_memory(md_device *d, md_handle client, md_handle pool) {
+  NEED_DEVICE("unregister_memory");
+  return md__unregister_memory(d, client, pool);
+}
+
 #ifdef MD_MUTANTS
 #include "mutant.h"
 int md__mutant; /* mutant.h: the mutant that runs, set by md_driver_entry */
@@ -212,6 +228,8 @@ static const md_driver table = {
     .execute_async = execute_async,
     .wait_event = wait_event,
     .last_error = last_error,
+    .register_memory = register_memory,
+    .unregister_memory = unregister_memory,
 };
 
 const md_driver *md__driver_table(void) { return &table; }

@@ -1,6 +1,7 @@
 /* exec_async.c - asynchronous executions (SPEC section 4): events, the device's worker threads
  * and their queue, execute_async and wait_event. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,12 +11,19 @@
 #include "exec_int.h"
 #include "mutant.h"
 
+/* How many times a waiter yields, looking at the event, before it sleeps on it. */
+#define SPIN_ROUNDS 64
+/* How long a queued execution is left to its waiter before a worker finishes it, and how long a
+ * worker keeps a deadline after the last execution was queued. */
+#define REAP_NS 2000000ull
+#define LINGER_NS 20000000ull
+
 struct md__event {
   pthread_mutex_t lock;
   pthread_cond_t cond;
-  bool done;
-  bool released;   /* a wait without deadline came: a stall (fault plan) no longer holds it;
-                      under the device's q_lock */
+  _Atomic bool done;         /* set under lock; read without it by a waiter's first spin */
+  bool released;             /* a wait without deadline came: a stall (fault plan) no longer holds
+                                it; under the device's q_lock */
   md_status status;
   char message[MD__ERROR_MAX];
   uint32_t n_shapes;
@@ -31,17 +39,68 @@ void md__event_destroy(md_device *d, md__event *ev) {
   free(ev);
 }
 
+/* Finishes x (issued earlier, on whatever thread), completes its event with the result and
+ * frees x (dropping what it held, its reference on the event included). The thread that calls
+ * it took x off the queue, so nobody else touches x. */
+static void complete(md_device *d, md__exec *x) {
+  md__event *ev = x->ee->obj;
+  md__clear_error();
+  /* A failure found while issuing left its message in the event (the issuing thread's); a
+   * stalled execution is issued here, once released, and its message is this thread's. */
+  const char *issue_msg = NULL;
+  if (!x->issued) md__exec_issue(x, true);
+  else if (x->run.st != MD_NONE) issue_msg = ev->message;
+  md_status st = md__exec_finish(x, issue_msg);
+  pthread_mutex_lock(&ev->lock);
+  ev->status = st;
+  snprintf(ev->message, sizeof ev->message, "%s", st == MD_NONE ? "" : md__last_error());
+  md__exec_results(x, st, ev->shapes, ev->n_shapes, &ev->timing);
+  atomic_store_explicit(&ev->done, true, memory_order_release);
+  pthread_cond_broadcast(&ev->cond);
+  pthread_mutex_unlock(&ev->lock);
+  md__exec_free(x);   /* drops the references the execution held, the event's included */
+  atomic_fetch_sub_explicit(&d->async_queued, 1, memory_order_release);
+}
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Sleeps on q_cond until `due` (monotonic ns). Called with q_lock. */
+static void sleep_until(md_device *d, uint64_t due) {
+  struct timespec ts = {.tv_sec = (time_t)(due / 1000000000ull), .tv_nsec = (long)(due % 1000000000ull)};
+  d->timed_waiters++;
+  pthread_cond_timedwait(&d->q_cond, &d->q_lock, &ts);
+  d->timed_waiters--;
+}
+
+/* A device worker: finishes the queued executions nobody waits for. A waiter that waits for good
+ * finishes its own execution (wait_event), so the worker leaves each one REAP_NS to its waiter
+ * before it takes it: an execution that is waited for costs no hand-off to a worker and back.
+ * Queuing does not wake a worker that sleeps with a deadline; one that has seen no execution
+ * queued for LINGER_NS sleeps without one, and the next execution queued wakes it. */
 static void *worker_main(void *arg) {
   md_device *d = arg;
   pthread_mutex_lock(&d->q_lock);
   for (;;) {
-    while (!d->q_head && !d->stopping) pthread_cond_wait(&d->q_cond, &d->q_lock);
     md__exec *x = d->q_head;
-    if (!x) break;  /* stopping and drained */
+    if (!x && d->stopping) break;   /* stopping and drained */
+    uint64_t now = now_ns();
+    if (!x) {
+      if (now - d->last_queued_ns < LINGER_NS) sleep_until(d, d->last_queued_ns + LINGER_NS);
+      else pthread_cond_wait(&d->q_cond, &d->q_lock);
+      continue;
+    }
+    if (!d->stopping && now - x->queued_ns < REAP_NS) {
+      sleep_until(d, x->queued_ns + REAP_NS);
+      continue;
+    }
     d->q_head = x->next;
     if (!d->q_head) d->q_tail = NULL;
     if (x->stall && !((md__event *)x->ee->obj)->released && !d->stopping &&
-        atomic_load(&x->ce->handle) == x->client) {
+        atomic_load(&x->ce.e->handle) == x->client) {
       /* A stalled execution waits, holding everything it holds, on the parked list; the
        * worker goes on with the queue. What releases it (a wait without deadline, close_client,
        * close_device) either came before this check, under the same lock, or finds it parked. */
@@ -51,27 +110,30 @@ static void *worker_main(void *arg) {
       continue;
     }
     pthread_mutex_unlock(&d->q_lock);
-
-    md__clear_error();
-    md_status st = md__exec_run(x, true);
-    md__event *ev = x->ee->obj;
-    pthread_mutex_lock(&ev->lock);
-    ev->status = st;
-    snprintf(ev->message, sizeof ev->message, "%s", st == MD_NONE ? "" : md__last_error());
-    md__exec_results(x, st, ev->shapes, ev->n_shapes, &ev->timing);
-    ev->done = true;
-    pthread_cond_broadcast(&ev->cond);
-    pthread_mutex_unlock(&ev->lock);
-    md__exec_free(x);   /* drops the references the execution held, the event's included */
-
+    complete(d, x);
     pthread_mutex_lock(&d->q_lock);
   }
   pthread_mutex_unlock(&d->q_lock);
   return NULL;
 }
 
-/* Puts the parked executions that `match` selects back at the head of the queue, where the
- * workers run them as any other. Called with q_lock held. */
+/* The queued execution of event entry ee, taken off the queue (its finish is then the caller's),
+ * or NULL when a worker took it first. */
+static md__exec *unqueue(md_device *d, const md__hentry *ee) {
+  pthread_mutex_lock(&d->q_lock);
+  md__exec *prev = NULL, *x = d->q_head;
+  while (x && x->ee != ee) prev = x, x = x->next;
+  if (x) {
+    if (prev) prev->next = x->next;
+    else d->q_head = x->next;
+    if (d->q_tail == x) d->q_tail = prev;
+  }
+  pthread_mutex_unlock(&d->q_lock);
+  return x;
+}
+
+/* Puts the parked executions that `match` selects back at the head of the queue, due at once,
+ * where the workers (or a waiter) finish them as any other. Called with q_lock held. */
 static void release_parked(md_device *d, int (*match)(const md__exec *x, const void *arg), const void *arg) {
   for (md__exec **pp = &d->parked; *pp;) {
     md__exec *x = *pp;
@@ -80,6 +142,7 @@ static void release_parked(md_device *d, int (*match)(const md__exec *x, const v
       continue;
     }
     *pp = x->next;
+    x->queued_ns = 0;
     x->next = d->q_head;
     d->q_head = x;
     if (!d->q_tail) d->q_tail = x;
@@ -99,13 +162,51 @@ void md__stall_release_client(md_device *d, md_handle client) {
 
 void md__executor_stop(md_device *d) {
   pthread_mutex_lock(&d->q_lock);
+  d->stopping = true;
   /* Nothing is left parked: a stalled execution runs before the device closes. */
   if (d->parked) release_parked(d, match_all, NULL);
-  d->stopping = true;
   pthread_cond_broadcast(&d->q_cond);
   uint32_t n = d->n_workers;
   pthread_mutex_unlock(&d->q_lock);
   for (uint32_t i = 0; i < n; i++) pthread_join(d->workers[i], NULL);
+}
+
+/* An execution worth no hand-off: every kernel a built-in one (it cannot block), at most
+ * md__async_inline_bytes moved between pools and the device, and no other asynchronous execution of this
+ * device queued or running (so it cannot overtake one, and an application that keeps several in
+ * flight still has them run on the device's streams). It runs in the calling thread, as
+ * execute does, before execute_async returns (docs/execution.md). */
+_Atomic uint64_t md__async_inline_bytes = 64u << 10;
+
+static bool runs_inline(md_device *d, const md__exec *x) {
+  uint64_t limit = atomic_load_explicit(&md__async_inline_bytes, memory_order_relaxed);
+  if (!limit || x->stall || !x->p->all_builtin || atomic_load_explicit(&d->async_queued, memory_order_acquire) != 0) return false;
+  uint64_t bytes = 0;
+  for (uint32_t i = 0; i < x->n_in + x->n_out; i++) {
+    const io_arg *a = i < x->n_in ? &x->in[i] : &x->out[i - x->n_in];
+    if (a->kind != ARG_POOL) continue;
+    if (a->whole || (i >= x->n_in && a->length == 0)) return false;   /* size known only when it runs */
+    bytes += a->length;
+  }
+  return bytes <= limit;
+}
+
+/* Runs x now, in this thread, and completes its event. The thread's last error stays what it
+ * was (execute_async succeeds; the execution's message is the event's). */
+static void run_inline(md__exec *x, md__event *ev) {
+  char saved[MD__ERROR_MAX];
+  snprintf(saved, sizeof saved, "%s", md__last_error());
+  md__clear_error();
+  md_status st = md__exec_run(x, false);
+  pthread_mutex_lock(&ev->lock);
+  ev->status = st;
+  snprintf(ev->message, sizeof ev->message, "%s", st == MD_NONE ? "" : md__last_error());
+  md__exec_results(x, st, ev->shapes, ev->n_shapes, &ev->timing);
+  atomic_store_explicit(&ev->done, true, memory_order_release);
+  pthread_cond_broadcast(&ev->cond);
+  pthread_mutex_unlock(&ev->lock);
+  md__exec_free(x);
+  md__fail(MD_NONE, "%s", saved);
 }
 
 md_status md__execute_async(md_device *d, md_handle client, md_handle prepared, const md_request *req,
@@ -137,29 +238,48 @@ md_status md__execute_async(md_device *d, md_handle client, md_handle prepared, 
     return md__fail(st, "execute_async: too many live handles");
   }
   md__handle_ref(x->ee);   /* the execution's own reference; the table holds the other */
-
-  pthread_mutex_lock(&d->q_lock);
-  if (d->stopping) {
-    pthread_mutex_unlock(&d->q_lock);
-    md__handle_kill(&d->ht, x->ee, h);
-    md__exec_free(x);
-    return md__fail(MD_DEVICE_UNAVAILABLE, "execute_async: the device is closing");
+  if (runs_inline(d, x)) {
+    run_inline(x, ev);
+    *event = h;
+    return MD_NONE;
   }
-  if (d->n_workers < 2) {
+
+  atomic_fetch_add_explicit(&d->async_queued, 1, memory_order_acq_rel);
+  pthread_mutex_lock(&d->q_lock);
+  md_status refuse = MD_NONE;
+  if (d->stopping) {
+    refuse = md__fail(MD_DEVICE_UNAVAILABLE, "execute_async: the device is closing");
+  } else if (d->n_workers < 2) {
     /* Workers start with the first asynchronous execution. */
     if (pthread_create(&d->workers[d->n_workers], NULL, worker_main, d) == 0) d->n_workers++;
+    if (d->n_workers == 0) refuse = md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "execute_async: cannot start a worker thread");
   }
-  if (d->n_workers == 0) {
-    pthread_mutex_unlock(&d->q_lock);
+  pthread_mutex_unlock(&d->q_lock);
+  if (refuse != MD_NONE) {
+    atomic_fetch_sub_explicit(&d->async_queued, 1, memory_order_release);
     md__handle_kill(&d->ht, x->ee, h);
     md__exec_free(x);
-    return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "execute_async: cannot start a worker thread");
+    return refuse;
   }
+  /* The device work is issued from this thread, on the execution context's stream: the kernels
+   * run on the device while execute_async returns; a worker (or the waiter, docs/execution.md)
+   * synchronizes and finishes it. What the issue found goes to the event, not to this call. */
+  char saved[MD__ERROR_MAX];
+  snprintf(saved, sizeof saved, "%s", md__last_error());
+  md__clear_error();
+  if (!x->stall) {   /* a stalled one writes nothing before it is released */
+    x->issued = true;
+    if (md__exec_issue(x, true) != MD_NONE) snprintf(ev->message, sizeof ev->message, "%s", md__last_error());
+  }
+  md__fail(MD_NONE, "%s", saved);
+  pthread_mutex_lock(&d->q_lock);
   x->next = NULL;
+  x->queued_ns = now_ns();
+  d->last_queued_ns = x->queued_ns;
   if (d->q_tail) d->q_tail->next = x;
   else d->q_head = x;
   d->q_tail = x;
-  pthread_cond_signal(&d->q_cond);
+  if (!d->timed_waiters) pthread_cond_signal(&d->q_cond);   /* else a worker reaps it in time */
   pthread_mutex_unlock(&d->q_lock);
   *event = h;
   return MD_NONE;
@@ -184,6 +304,21 @@ md_status md__wait_event(md_device *d, md_handle client, md_handle event, uint64
     if (d->parked) release_parked(d, match_event, ee);
     pthread_mutex_unlock(&d->q_lock);
   }
+  if (timeout_ns == UINT64_MAX && !atomic_load_explicit(&ev->done, memory_order_acquire)) {
+    /* Waiting for good: an execution no worker took yet is finished here, in this thread (its
+     * synchronization is then the only hand-off, the device's to this thread). */
+    md__exec *x = unqueue(d, ee);
+    if (x) {
+      char saved[MD__ERROR_MAX];
+      snprintf(saved, sizeof saved, "%s", md__last_error());
+      complete(d, x);
+      md__fail(MD_NONE, "%s", saved);
+    }
+  }
+  /* A hand-off that spins briefly before it sleeps: an execution about to finish is waited for
+   * without a futex sleep and wake-up (which cost tens of microseconds on a busy machine). */
+  for (int spin = 0; spin < SPIN_ROUNDS && timeout_ns && !atomic_load_explicit(&ev->done, memory_order_acquire); spin++)
+    sched_yield();
   pthread_mutex_lock(&ev->lock);
   if (!ev->done && timeout_ns != UINT64_MAX) {
     struct timespec dl;

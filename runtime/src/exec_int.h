@@ -26,28 +26,47 @@ typedef struct io_arg {
   md__storage *rd;           /* token inputs: storage held for reading */
 } io_arg;
 
+/* A run's state between md__exec_issue and md__exec_finish (exec_run.c's; md__exec holds it so
+ * that another thread may finish what the caller issued). */
+typedef struct md__run {
+  md__exec_ctx *ctx;         /* NULL: not issued (or finished) */
+  md_stream *stream;         /* the context's, for an asynchronous run */
+  struct pending *pend;      /* kernels queued on the stream, judged at the synchronization */
+  uint32_t npend;
+  uint64_t t0, t_queued, dev_ns;
+  md_status st;              /* what the issue found */
+} md__run;
+
 /* One execution from validation to its end: what it holds (entries, storage, mappings), its
  * arguments and its results. A queued async execution is also a link of the device's queue. */
 struct md__exec {
   md__exec *next;            /* the device's queue (exec_async.c) */
+  uint64_t queued_ns;        /* when it was queued */
   md_device *d;
   md_handle client, prepared;
-  md__hentry *ce, *pe, *ee;
+  bool cached;               /* ce, pe, tok and reg come from the thread's reference cache
+                                (a synchronous execution), else each holds a reference */
+  md__use ce, pe;            /* the client and the prepared model */
+  md__hentry *ee;            /* async: the event (a reference) */
   md__prepared *p;
   const md_request *req;     /* the caller's; valid only during validation */
   uint32_t n_in, n_out, n_pools;
   io_arg *in, *out;
-  md__mapping *maps;         /* per request pool; scope NULL for token pools */
-  md__hentry **tok;          /* per request pool: the buffer's entry, or NULL */
+  md__mapping *maps;         /* per request pool; scope NULL for token and registered pools */
+  md__use *tok;              /* per request pool: the buffer's entry (tok[i].e), or NULL */
+  md__use *reg;              /* per request pool: the registered pool's entry, or NULL */
   md_output_shape *shapes;   /* n_out */
   md__pool_plan *plans;      /* per request pool, during validation */
   md_timing timing;
+  md__run run;
   bool inject_kfail;         /* a fault plan's kernel_fail: the first kernel reports it */
   bool stall;                /* a fault plan's stall: an async execution is parked before it
                                 runs until a wait without deadline, its client's or its device's
-                                close releases it (exec_async.c) */
+                                close releases it (exec_async.c); its device work is issued
+                                only then */
+  bool issued;               /* an async execution's device work was issued by execute_async */
   char inject_msg[192];
-  /* in, out, maps, tok, shapes and plans live in the same allocation, after this struct */
+  /* in, out, maps, tok, reg, shapes and plans live in the same allocation, after this struct */
 };
 
 /* Bytes of an operand of type t with the given dims (a scalar's size for a scalar). */
@@ -72,6 +91,10 @@ md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_han
 /* Drops every reference and mapping x holds and frees it. Never fails; x may be half built. */
 void md__exec_free(md__exec *x);
 
+/* Test seam (exec_async.c): the most bytes an asynchronous execution may move between pools and
+ * the device and still run in the calling thread (64 KiB; 0: every one is queued). */
+extern _Atomic uint64_t md__async_inline_bytes;
+
 /* Runs a validated execution once: x->shapes and x->timing are filled. On success the token
  * outputs take their new content and dims. On failure the status is returned, the calling
  * thread's last error says why, every device output of the request is left uninitialized, the
@@ -79,6 +102,15 @@ void md__exec_free(md__exec *x);
  * timing is UINT64_MAX, and a DEVICE_UNAVAILABLE marks the device lost. With `async`, the
  * device work goes on the execution context's stream and is synchronized once at the end. */
 md_status md__exec_run(md__exec *x, bool async);
+/* md__exec_run in two halves: md__exec_issue does the host work and queues the device work
+ * (with `async`, on the execution context's stream; the caller's thread then needs no device
+ * synchronization), recording its status (the message is the calling thread's last error);
+ * md__exec_finish, called exactly once after it, on any thread, synchronizes, judges the
+ * kernels, commits or uninitializes the device outputs and returns the run's status as
+ * md__exec_run does. issue_msg: the message md__exec_issue left, when finished on another
+ * thread (NULL: the same thread). */
+md_status md__exec_issue(md__exec *x, bool async);
+md_status md__exec_finish(md__exec *x, const char *issue_msg);
 /* Copies the run's results to the caller: the first n_shapes shapes (zeroed unless st is NONE
  * or OUTPUT_INSUFFICIENT_SIZE) and the timing. Either may be NULL. */
 void md__exec_results(const md__exec *x, md_status st, md_output_shape *shapes, uint32_t n_shapes,

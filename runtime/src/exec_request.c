@@ -20,11 +20,12 @@ void md__exec_free(md__exec *x) {
   for (uint32_t i = 0; x->in && i < x->n_in; i++) md__storage_put(d, x->in[i].rd);
   for (uint32_t i = 0; x->maps && i < x->n_pools; i++) {
     if (x->maps[i].scope) md__mapping_release(&x->maps[i]);
-    if (x->tok[i]) md__handle_put(&d->ht, x->tok[i]);
+    md__handle_unuse(&d->ht, &x->tok[i]);
+    md__handle_unuse(&d->ht, &x->reg[i]);
   }
   if (x->ee) md__handle_put(&d->ht, x->ee);
-  if (x->pe) md__handle_put(&d->ht, x->pe);
-  if (x->ce) md__handle_put(&d->ht, x->ce);
+  md__handle_unuse(&d->ht, &x->pe);
+  md__handle_unuse(&d->ht, &x->ce);
   free(x);
 }
 
@@ -35,7 +36,8 @@ static md__exec *exec_alloc(uint32_t n_in, uint32_t n_out, uint32_t n_pools) {
   size_t off_out = off_in + ALIGN8((size_t)n_in * sizeof(io_arg));
   size_t off_maps = off_out + ALIGN8((size_t)n_out * sizeof(io_arg));
   size_t off_tok = off_maps + ALIGN8((size_t)n_pools * sizeof(md__mapping));
-  size_t off_shapes = off_tok + ALIGN8((size_t)n_pools * sizeof(md__hentry *));
+  size_t off_reg = off_tok + ALIGN8((size_t)n_pools * sizeof(md__use));
+  size_t off_shapes = off_reg + ALIGN8((size_t)n_pools * sizeof(md__use));
   size_t off_plans = off_shapes + ALIGN8((size_t)n_out * sizeof(md_output_shape));
   size_t total = off_plans + (size_t)n_pools * sizeof(md__pool_plan);
 #undef ALIGN8
@@ -45,7 +47,8 @@ static md__exec *exec_alloc(uint32_t n_in, uint32_t n_out, uint32_t n_pools) {
   x->in = (io_arg *)(p + off_in);
   x->out = (io_arg *)(p + off_out);
   x->maps = (md__mapping *)(p + off_maps);
-  x->tok = (md__hentry **)(p + off_tok);
+  x->tok = (md__use *)(p + off_tok);
+  x->reg = (md__use *)(p + off_reg);
   x->shapes = (md_output_shape *)(p + off_shapes);
   x->plans = (md__pool_plan *)(p + off_plans);
   x->n_in = n_in;
@@ -78,6 +81,29 @@ static const char *pool_what(const char *fn, uint32_t i, char *buf, size_t n) {
 
 /* ---- validation ---- */
 
+/* The live handle h of `kind` owned by client, for request pool i (in *out: through the
+ * thread's cache when x->cached, else a reference). A refusal names the pool: "<fn>: pool <i>:
+ * <what> 0x..: <why>". */
+static md_status owned_pool(md__exec *x, const char *fn, uint32_t i, md_handle h, md__kind kind, const char *what,
+                            md__use *out) {
+  md_device *d = x->d;
+  md_status st;
+  if (x->cached) {
+    st = md__owned_use(d, fn, what, x->client, h, kind, out);
+  } else {
+    out->slot = -1;
+    st = md__owned_get(d, fn, what, x->client, h, kind, &out->e);
+  }
+  if (st == MD_NONE) return st;
+  out->e = NULL;
+  char buf[64];
+  snprintf(buf, sizeof buf, "pool %u: %s", i, what);
+  /* Again with the pool named in the message (a dead handle cannot come back to life). */
+  md__hentry *again;
+  if (md__owned_get(d, fn, buf, x->client, h, kind, &again) == MD_NONE) md__handle_put(&d->ht, again);
+  return st;
+}
+
 static md_status check_arg(md__exec *x, const char *fn, const md_request_arg *a, uint32_t is_out, uint32_t i,
                            io_arg *out) {
   const md__model *m = x->p->model;
@@ -101,7 +127,7 @@ static md_status check_arg(md__exec *x, const char *fn, const md_request_arg *a,
     return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: dims %s do not combine with the model's %s", fn, io, i,
                     md__dims_str(a->rank, a->dims, s1, sizeof s1), md__dims_str(o->rank, o->dims, s2, sizeof s2));
 
-  md__hentry *te = x->tok[a->pool];
+  md__hentry *te = x->tok[a->pool].e;
   if (te) {
     md__buffer *b = te->obj;
     md_token t = x->req->pools[a->pool].token;
@@ -114,20 +140,20 @@ static md_status check_arg(md__exec *x, const char *fn, const md_request_arg *a,
       return md__fail(MD_INVALID_ARGUMENT,
                       "%s: %s %u: token " TOKFMT " was not allocated for this role (prepared model 0x%016llx, %s %u)",
                       fn, io, i, TOK(t), (unsigned long long)x->prepared, io, i);
-    /* Inputs combine with what the buffer holds now, outputs with what it may ever hold. */
-    uint32_t brank, bdims[MD_MAX_RANK];
-    md__spin_lock(&b->lock);
-    brank = is_out ? b->init_rank : b->cur_rank;
-    if (brank) memcpy(bdims, is_out ? md__buf_init_dims(b) : md__buf_cur_dims(b), brank * sizeof *bdims);
-    md__spin_unlock(&b->lock);
-    if (md__dims_combine(out->rank, out->dims, brank, bdims, &out->rank, out->dims, &axis))
+    /* Outputs combine with what the buffer may ever hold (its initial dims, which never change:
+     * read without its lock); inputs with what it holds now, read once with their storage
+     * (md__exec_create's snapshot) and combined there, still before any initialization check. */
+    if (!is_out) return MD_NONE;
+    if (md__dims_combine(out->rank, out->dims, b->init_rank, md__buf_init_dims(b), &out->rank, out->dims, &axis))
       return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: token " TOKFMT ": dims %s do not combine with the buffer's %s",
                       fn, io, i, TOK(t), md__dims_str(out->rank, out->dims, s1, sizeof s1),
-                      md__dims_str(brank, bdims, s2, sizeof s2));
+                      md__dims_str(b->init_rank, md__buf_init_dims(b), s2, sizeof s2));
     return MD_NONE;
   }
 
-  const md_memory *mem = &x->req->pools[a->pool].memory;
+  /* A registered pool is used exactly as the descriptor it was registered with (SPEC 9). */
+  const md_memory *mem = x->reg[a->pool].e ? &((const md__regpool *)x->reg[a->pool].e->obj)->mem
+                                          : &x->req->pools[a->pool].memory;
   out->kind = ARG_POOL;
   out->offset = a->offset;
   out->length = a->length;
@@ -170,11 +196,16 @@ md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_han
   x->client = client;
   x->prepared = prepared;
   x->n_pools = 0;   /* nothing of the pools is held yet (md__exec_free walks n_pools) */
-  md_status st = md__client_get(d, fn, client, &x->ce);
+  /* A synchronous execution ends on this thread: its handles come from the thread's reference
+   * cache (no shared write for a handle used again); an asynchronous one holds references. */
+  x->cached = strcmp(fn, "execute") == 0;
+  x->ce.slot = x->pe.slot = -1;
+  md_status st = x->cached ? md__client_use(d, fn, client, &x->ce) : md__client_get(d, fn, client, &x->ce.e);
   if (st != MD_NONE) goto fail;
-  st = md__owned_get(d, fn, "prepared model", client, prepared, MD__KIND_PREPARED, &x->pe);
+  st = x->cached ? md__owned_use(d, fn, "prepared model", client, prepared, MD__KIND_PREPARED, &x->pe)
+                 : md__owned_get(d, fn, "prepared model", client, prepared, MD__KIND_PREPARED, &x->pe.e);
   if (st != MD_NONE) goto fail;
-  x->p = x->pe->obj;
+  x->p = x->pe.e->obj;
   const md__model *m = x->p->model;
   if (!req) {
     st = md__fail(MD_INVALID_ARGUMENT, "%s: request is NULL", fn);
@@ -193,21 +224,24 @@ md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_han
   }
   x->n_pools = req->n_pools;
 
-  /* Pools: tokens valid for this client, memories valid. */
+  /* Pools: tokens and registered pools valid for this client, memories valid. */
   for (uint32_t i = 0; i < x->n_pools && st == MD_NONE; i++) {
     const md_request_pool *rp = &req->pools[i];
     char buf[64];
-    if (rp->is_token) {
-      st = md__owned_get(d, fn, "token", client, rp->token, MD__KIND_BUFFER, &x->tok[i]);
-      if (st != MD_NONE) {
-        snprintf(buf, sizeof buf, "pool %u: token", i);
-        /* Again with the pool named in the message (a token cannot come back to life). */
-        if (md__owned_get(d, fn, buf, client, rp->token, MD__KIND_BUFFER, &x->tok[i]) == MD_NONE)
-          md__handle_put(&d->ht, x->tok[i]);
-        x->tok[i] = NULL;
-      }
-    } else {
-      st = md__pool_validate(&rp->memory, MD__POOL_IO, pool_what(fn, i, buf, sizeof buf), &x->plans[i]);
+    switch (rp->is_token) {
+      case 1:
+        st = owned_pool(x, fn, i, rp->token, MD__KIND_BUFFER, "token", &x->tok[i]);
+        break;
+      case 2:
+        st = owned_pool(x, fn, i, rp->token, MD__KIND_POOL, "registered pool", &x->reg[i]);
+        if (st == MD_NONE) x->plans[i] = ((const md__regpool *)x->reg[i].e->obj)->plan;
+        break;
+      case 0:
+        st = md__pool_validate(&rp->memory, MD__POOL_IO, pool_what(fn, i, buf, sizeof buf), &x->plans[i]);
+        break;
+      default:
+        st = md__fail(MD_INVALID_ARGUMENT, "%s: request pool %u: is_token %u is not 0 (memory), 1 (token) or 2 "
+                      "(registered pool)", fn, i, rp->is_token);
     }
   }
   /* Arguments: counts, dims, bounds, roles. */
@@ -229,7 +263,15 @@ md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_han
     }
   }
 
-  /* Inputs must be initialized: after every INVALID_ARGUMENT check (the role comes first). */
+  /* Token inputs: one snapshot of each buffer (its current dims, and its storage when it can be
+   * read), then every dims check (INVALID_ARGUMENT), then every initialization check
+   * (GENERAL_FAILURE): the role comes first, SPEC 8.5. */
+  md__read_state *rs = NULL, rs_small[8];
+  if (x->n_in) rs = x->n_in <= 8 ? rs_small : malloc(x->n_in * sizeof *rs);
+  if (x->n_in && !rs) {
+    st = md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "%s: out of memory", fn);
+    goto fail;
+  }
   for (uint32_t i = 0; i < x->n_in; i++) {
     io_arg *a = &x->in[i];
     if (a->kind != ARG_TOKEN) continue;
@@ -239,27 +281,46 @@ md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_han
       a->rd = a->buf->st;
       if (a->rd) md__ref_get(&a->rd->ref);
       md__spin_unlock(&a->buf->lock);
-      if (!a->rd) {
-        st = md__fail(MD_GENERAL_FAILURE, "%s: input %u: buffer has no storage", fn, i);
-        goto fail;
-      }
+      rs[i] = a->rd ? MD__READ_OK : MD__READ_UNINITIALIZED;
       continue;
     }
     uint32_t rank, dims[MD_MAX_RANK], axis;
-    st = md__buffer_read_begin(a->buf, &a->rd, &rank, dims);
-    if (st != MD_NONE) {
-      md__fail_prefix(st, "%s: input %u: token " TOKFMT, fn, i, TOK(req->pools[a->pool].token));
-      goto fail;
-    }
-    if (md__dims_combine(a->rank, a->dims, rank, dims, &a->rank, a->dims, &axis)) {
-      st = md__fail(MD_INVALID_ARGUMENT, "%s: input %u: the buffer's dims changed during the call", fn, i);
-      goto fail;
+    rs[i] = md__buffer_read_snapshot(a->buf, &a->rd, &rank, dims);
+    if (st == MD_NONE && md__dims_combine(a->rank, a->dims, rank, dims, &a->rank, a->dims, &axis)) {
+      char s1[64], s2[64];
+      st = md__fail(MD_INVALID_ARGUMENT, "%s: input %u: token " TOKFMT ": dims %s do not combine with the buffer's %s",
+                    fn, i, TOK(req->pools[a->pool].token), md__dims_str(a->rank, a->dims, s1, sizeof s1),
+                    md__dims_str(rank, dims, s2, sizeof s2));
     }
   }
+  for (uint32_t i = 0; i < x->n_in && st == MD_NONE; i++) {
+    io_arg *a = &x->in[i];
+    if (a->kind != ARG_TOKEN || rs[i] == MD__READ_OK) continue;
+    st = md__fail(MD_GENERAL_FAILURE, "%s: input %u: token " TOKFMT ": %s", fn, i, TOK(req->pools[a->pool].token),
+                  MD_MUTANT(init_unchecked) ? "buffer has no storage"
+                  : rs[i] == MD__READ_UNINITIALIZED ? "buffer is not initialized"
+                                                    : "buffer is being written by another call");
+  }
+  if (rs != rs_small) free(rs);
+  if (st != MD_NONE) goto fail;
 
   /* Map the memory pools last: a pool that cannot be mapped is GENERAL_FAILURE. */
-  md__client *c = x->ce->obj;
+  md__client *c = x->ce.e->obj;
   for (uint32_t i = 0; i < x->n_pools; i++) {
+    if (x->reg[i].e && MD_MUTANT(registered_pool_rereads_fd)) {
+      /* Mutant: the pool is mapped again through the fd number it was registered with. */
+      char buf[64];
+      st = md__pool_acquire(c->pools, &((const md__regpool *)x->reg[i].e->obj)->mem, MD__POOL_IO,
+                            pool_what(fn, i, buf, sizeof buf), NULL, &x->maps[i]);
+      if (st != MD_NONE) goto fail;
+      continue;
+    }
+    if (x->reg[i].e) {
+      /* Mapped at registration; the entry this execution holds keeps the mapping. */
+      x->maps[i] = ((const md__regpool *)x->reg[i].e->obj)->map;
+      x->maps[i].scope = NULL;
+      continue;
+    }
     if (req->pools[i].is_token) continue;
     char buf[64];
     st = md__pool_acquire(c->pools, &req->pools[i].memory, MD__POOL_IO, pool_what(fn, i, buf, sizeof buf),
@@ -291,7 +352,7 @@ fail:
   if (req && x->tok && req->outputs && !MD_MUTANT(no_deinit))
     for (uint32_t i = 0; i < req->n_outputs; i++) {
       const md_request_arg *a = &req->outputs[i];
-      if (!a->has_no_value && a->pool < x->n_pools && x->tok[a->pool]) md__buffer_uninit(x->tok[a->pool]->obj);
+      if (!a->has_no_value && a->pool < x->n_pools && x->tok[a->pool].e) md__buffer_uninit(x->tok[a->pool].e->obj);
     }
   md__exec_free(x);
   return st;

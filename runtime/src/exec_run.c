@@ -38,9 +38,21 @@ struct md__exec_ctx {
   uint64_t *tmp_cap;         /* n: their sizes */
 };
 
+/* The calling thread's context slot (threads are numbered once, in the order they first run
+ * an execution). */
+static unsigned my_slot(void) {
+  static _Atomic unsigned next_thread;
+  static _Thread_local unsigned me;   /* 0: not numbered yet */
+  if (!me) me = atomic_fetch_add_explicit(&next_thread, 1, memory_order_relaxed) % MD__CTX_SLOTS + 1u;
+  return me - 1u;
+}
+
 static md__exec_ctx *ctx_get(md__prepared *p) {
+  /* The hit path: this thread's slot, one exchange on a line of its own. */
+  md__exec_ctx *c = atomic_exchange_explicit(&p->slots[my_slot()].ctx, NULL, memory_order_acquire);
+  if (c) return c;
   md__spin_lock(&p->ctx_lock);
-  md__exec_ctx *c = p->ctx_free;
+  c = p->ctx_free;
   if (c) p->ctx_free = c->next;
   md__spin_unlock(&p->ctx_lock);
   if (c) return c;
@@ -55,21 +67,33 @@ static md__exec_ctx *ctx_get(md__prepared *p) {
 }
 
 static void ctx_put(md__prepared *p, md__exec_ctx *c) {
+  md__exec_ctx *none = NULL;
+  if (atomic_compare_exchange_strong_explicit(&p->slots[my_slot()].ctx, &none, c, memory_order_release,
+                                              memory_order_relaxed))
+    return;
   md__spin_lock(&p->ctx_lock);
   c->next = p->ctx_free;
   p->ctx_free = c;
   md__spin_unlock(&p->ctx_lock);
 }
 
+static void ctx_free(md_device *d, md__exec_ctx *c) {
+  for (uint32_t i = 0; i < c->n; i++)
+    if (c->tmp[i]) d->be->free(d->bk, c->tmp[i]);
+  if (c->stream) d->be->stream_destroy(d->bk, c->stream);
+  free(c);
+}
+
 void md__exec_ctx_free_all(md_device *d, md__prepared *p) {
+  for (unsigned i = 0; i < MD__CTX_SLOTS; i++) {
+    md__exec_ctx *c = atomic_exchange_explicit(&p->slots[i].ctx, NULL, memory_order_acquire);
+    if (c) ctx_free(d, c);
+  }
   md__exec_ctx *c = p->ctx_free;
   p->ctx_free = NULL;
   while (c) {
     md__exec_ctx *next = c->next;
-    for (uint32_t i = 0; i < c->n; i++)
-      if (c->tmp[i]) d->be->free(d->bk, c->tmp[i]);
-    if (c->stream) d->be->stream_destroy(d->bk, c->stream);
-    free(c);
+    ctx_free(d, c);
     c = next;
   }
 }
@@ -450,40 +474,39 @@ static bool writes_host(const md__model *m, const opnd_state *os, uint32_t n) {
   return false;
 }
 
-/* Runs a validated execution. Fills x->shapes and x->timing; the message of a failure is
- * the calling thread's last error. An asynchronous one queues its input copies, kernels and
- * output copies on the context's stream and synchronizes once, at the end. */
-md_status md__exec_run(md__exec *x, bool async) {
+md_status md__exec_issue(md__exec *x, bool async) {
   md_device *d = x->d;
   const md__model *m = x->p->model;
-  uint64_t t0 = now_ns(), dev_ns = 0;
-  md__exec_ctx *ctx = ctx_get(x->p);
-  md_status st;
-  if (!ctx) return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "execute: out of host memory");
+  md__run *r = &x->run;
+  r->t0 = now_ns();
+  r->dev_ns = 0;
+  r->ctx = ctx_get(x->p);
+  if (!r->ctx) return r->st = md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "execute: out of host memory");
+  md__exec_ctx *ctx = r->ctx;
   /* An asynchronous execution queues its device work on the context's stream, so its kernels
    * run on the device's workers, after execute_async has returned. */
-  md_stream *stream = NULL;
+  r->stream = NULL;
   if (async && !ctx->stream && d->be->stream_create(d->bk, &ctx->stream) != MD_NONE) ctx->stream = NULL;
-  if (async) stream = ctx->stream;
+  if (async) r->stream = ctx->stream;
+  md_stream *stream = r->stream;
   opnd_state *os = ctx->os;
   memset(os, 0, ctx->n * sizeof *os);
-  pending *pend = NULL;
-  uint32_t npend = 0;
-  uint64_t t_queued = now_ns();
-  if (stream && !(pend = calloc(m->n_operations ? m->n_operations : 1, sizeof *pend))) {
-    ctx_put(x->p, ctx);
-    return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "execute: out of host memory");
-  }
-  st = bind_inputs(x, ctx, stream, &dev_ns);
+  r->pend = NULL;
+  r->npend = 0;
+  r->t_queued = now_ns();
+  if (stream && !(r->pend = calloc(m->n_operations ? m->n_operations : 1, sizeof(pending))))
+    return r->st = md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "execute: out of host memory");
+  pending *pend = r->pend;
+  md_status st = bind_inputs(x, ctx, stream, &r->dev_ns);
   if (st != MD_NONE) md__fail_prefix(st, "execute");
   for (uint32_t n = 0; n < m->n_operations && st == MD_NONE; n++) {
-    st = run_op(x, ctx, stream, n, pend ? &pend[npend] : NULL, &dev_ns);
+    st = run_op(x, ctx, stream, n, pend ? &pend[r->npend] : NULL, &r->dev_ns);
     if (st != MD_NONE) {
       md__fail_prefix(st, "execute: operation %u (%s)", n, m->operations[n].name);
     } else if (pend) {
       /* `refused` is ours to read: nothing was queued that could write it */
-      if (pend[npend++].refused || writes_host(m, os, n))
-        st = flush(x, stream, pend, &npend, &t_queued, &dev_ns, st);
+      if (pend[r->npend++].refused || writes_host(m, os, n))
+        st = flush(x, stream, pend, &r->npend, &r->t_queued, &r->dev_ns, st);
     }
   }
   bool short_out = false;
@@ -527,31 +550,54 @@ md_status md__exec_run(md__exec *x, bool async) {
       char err[256] = "";
       st = d->be->read(d->bk, stream, dst, s->dev, s->dev_off, s->bytes, err, sizeof err);
       if (st != MD_NONE) md__fail(st, "execute: output %u: copying from the device: %s", i, err);
-      dev_ns += dev_time(d, 0, s->bytes, 0);
+      r->dev_ns += dev_time(d, 0, s->bytes, 0);
     }
   }
-  if (stream) {
+  return r->st = st;
+}
+
+md_status md__exec_finish(md__exec *x, const char *issue_msg) {
+  md_device *d = x->d;
+  const md__model *m = x->p->model;
+  md__run *r = &x->run;
+  md_status st = r->st;
+  if (!r->ctx) {
+    if (issue_msg) md__fail(st, "%s", issue_msg);
+    x->timing.on_device_ns = x->timing.in_driver_ns = UINT64_MAX;
+    memset(x->shapes, 0, x->n_out * sizeof *x->shapes);
+    return st;
+  }
+  if (st != MD_NONE && issue_msg) md__fail(st, "%s", issue_msg);   /* issued on another thread */
+  opnd_state *os = r->ctx->os;
+  if (r->stream) {
     /* One synchronization for the whole execution, on every path: nothing is released while
      * the device may still use it. */
-    st = flush(x, stream, pend, &npend, &t_queued, &dev_ns, st);
-    free(pend);
+    st = flush(x, r->stream, r->pend, &r->npend, &r->t_queued, &r->dev_ns, st);
   }
+  free(r->pend);
+  r->pend = NULL;
   if (st == MD_DEVICE_UNAVAILABLE) md__device_lost(d, md__last_error());
   if (st == MD_NONE) {
     for (uint32_t i = 0; i < x->n_out; i++) {
       opnd_state *s = &os[m->outputs[i]];
       if (x->out[i].kind == ARG_TOKEN && s->w.st) md__buffer_write_commit(d, x->out[i].buf, &s->w, s->rank, s->dims);
     }
-    x->timing.on_device_ns = dev_ns;
-    x->timing.in_driver_ns = now_ns() - t0;
+    x->timing.on_device_ns = r->dev_ns;
+    x->timing.in_driver_ns = now_ns() - r->t0;
   } else {
     deinit_device_outputs(x, os);
     if (st != MD_OUTPUT_INSUFFICIENT_SIZE) memset(x->shapes, 0, x->n_out * sizeof *x->shapes);
     x->timing.on_device_ns = x->timing.in_driver_ns = UINT64_MAX;
   }
   release_states(x, os);
-  ctx_put(x->p, ctx);
+  ctx_put(x->p, r->ctx);
+  r->ctx = NULL;
   return st;
+}
+
+md_status md__exec_run(md__exec *x, bool async) {
+  md__exec_issue(x, async);
+  return md__exec_finish(x, NULL);
 }
 
 void md__exec_results(const md__exec *x, md_status st, md_output_shape *shapes, uint32_t n_shapes,

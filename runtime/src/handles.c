@@ -124,9 +124,195 @@ void md__handle_put(md__htable *t, md__hentry *e) {
   pthread_mutex_unlock(&t->lock);
 }
 
+/* ---- per-thread reference caches (handles.h) ----
+ * A slot holds an entry pointer with two flag bits: BUSY while a call of its thread uses it,
+ * DEAD when a kill found it busy (that thread then drops the reference). Only the owner sets
+ * BUSY and makes a slot non-zero; a killer only moves an idle slot to 0 (stealing its
+ * reference) or a busy one to DEAD. The owner-only arrays say which handle and table each slot
+ * was filled for. The caches of all threads are one static array: a thread that ends drops its
+ * references and its cache is reused by the next thread that needs one. */
+#define RC_BUSY ((uintptr_t)1)
+#define RC_DEAD ((uintptr_t)2)
+#define RC_FLAGS (RC_BUSY | RC_DEAD)
+
+typedef struct refcache {
+  _Alignas(64) _Atomic uintptr_t slot[MD__RC_SLOTS];
+  _Alignas(64) uint64_t handle[MD__RC_SLOTS];   /* owner-only */
+  md__htable *table[MD__RC_SLOTS];              /* owner-only */
+  uint32_t victim;                              /* owner-only: next slot to evict */
+  _Atomic int in_use;
+} refcache;
+
+/* The caches live in static storage: nothing to free when the driver is unloaded (dlclose), and
+ * nothing for a leak checker to find. A thread beyond the first MAX_CACHES that use the driver
+ * at once looks handles up with plain references. */
+#define MAX_CACHES 256u
+static refcache caches[MAX_CACHES];
+static _Atomic uint32_t n_caches;   /* caches[0, n_caches) have been handed out at least once */
+static pthread_key_t cache_key;
+static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
+static _Atomic int cache_key_made;
+static _Thread_local refcache *mine;
+
+/* A thread ends: its idle references go (it holds no busy one: no call of it runs). */
+static void cache_exit(void *p) {
+  refcache *rc = p;
+  for (unsigned i = 0; i < MD__RC_SLOTS; i++) {
+    uintptr_t v = atomic_load_explicit(&rc->slot[i], memory_order_acquire);
+    if (v && !(v & RC_FLAGS) && atomic_compare_exchange_strong(&rc->slot[i], &v, 0))
+      md__handle_put(rc->table[i], (md__hentry *)v);
+    rc->handle[i] = 0;
+    rc->table[i] = NULL;
+  }
+  mine = NULL;
+  atomic_store_explicit(&rc->in_use, 0, memory_order_release);
+}
+
+static void make_key(void) {
+  if (pthread_key_create(&cache_key, cache_exit) == 0) atomic_store(&cache_key_made, 1);
+}
+
+/* The driver is unloaded (or the process ends): no thread may run cache_exit in code that is
+ * going away. */
+__attribute__((destructor)) static void caches_unload(void) {
+  if (atomic_load(&cache_key_made)) pthread_key_delete(cache_key);
+  atomic_store(&cache_key_made, 0);
+}
+
+static refcache *my_cache(void) {
+  if (mine) return mine;
+  pthread_once(&cache_key_once, make_key);
+  if (!atomic_load(&cache_key_made)) return NULL;
+  refcache *rc = NULL;
+  uint32_t n = atomic_load_explicit(&n_caches, memory_order_acquire);
+  for (uint32_t i = 0; i < n && !rc; i++) {
+    int free_ = 0;
+    if (atomic_compare_exchange_strong(&caches[i].in_use, &free_, 1)) rc = &caches[i];
+  }
+  while (!rc && n < MAX_CACHES) {
+    /* A fresh one: claim index n (another thread may take it first: then try the next). */
+    if (atomic_compare_exchange_weak(&n_caches, &n, n + 1)) {
+      int free_ = 0;
+      if (atomic_compare_exchange_strong(&caches[n].in_use, &free_, 1)) rc = &caches[n];
+    }
+  }
+  if (!rc) return NULL;
+  if (pthread_setspecific(cache_key, rc) != 0) {
+    atomic_store_explicit(&rc->in_use, 0, memory_order_release);
+    return NULL;
+  }
+  mine = rc;
+  return rc;
+}
+
+/* Takes back the references every thread's cache holds on e, whose handle was just killed:
+ * idle slots are emptied (their reference dropped here), busy ones marked dead (their thread
+ * drops it when its call ends). The caller holds a reference of its own. */
+static void steal(md__htable *t, md__hentry *e) {
+  uint32_t n = atomic_load_explicit(&n_caches, memory_order_acquire);
+  for (uint32_t c = 0; c < n; c++) {
+    refcache *rc = &caches[c];
+    for (unsigned i = 0; i < MD__RC_SLOTS; i++) {
+      uintptr_t v = atomic_load(&rc->slot[i]);
+      while ((v & ~RC_FLAGS) == (uintptr_t)e && !(v & RC_DEAD)) {
+        if (v & RC_BUSY) {
+          if (atomic_compare_exchange_weak(&rc->slot[i], &v, v | RC_DEAD)) break;
+        } else if (atomic_compare_exchange_weak(&rc->slot[i], &v, 0)) {
+          md__handle_put(t, e);
+          break;
+        }
+      }
+    }
+  }
+}
+
+md__hentry *md__handle_use(md__htable *t, md_handle h, md__kind kind, md__use *u) {
+  refcache *rc = my_cache();
+  int empty = -1;
+  for (unsigned i = 0; rc && i < MD__RC_SLOTS; i++) {
+    uintptr_t v = atomic_load_explicit(&rc->slot[i], memory_order_relaxed);
+    if (rc->handle[i] != h || rc->table[i] != t || !h) {
+      if (!v && empty < 0) empty = (int)i;
+      continue;
+    }
+    if (!v) {   /* stolen by a kill */
+      rc->handle[i] = 0;
+      if (empty < 0) empty = (int)i;
+      continue;
+    }
+    if ((v & RC_FLAGS) || !atomic_compare_exchange_strong(&rc->slot[i], &v, v | RC_BUSY)) continue;
+    md__hentry *e = (md__hentry *)v;
+    if (atomic_load(&e->handle) == h && atomic_load_explicit(&e->kind, memory_order_relaxed) == (uint8_t)kind) {
+      u->e = e;
+      u->slot = (int8_t)i;
+      return e;   /* the hit: no reference count moved */
+    }
+    /* Killed since it was cached (a kill that found it busy marks it dead meanwhile): the
+     * slot's reference is given up here. */
+    md__use stale = {e, (int8_t)i};
+    md__handle_unuse(t, &stale);
+  }
+  md__hentry *e = md__handle_get(t, h, kind);
+  if (!e) return NULL;
+  int j = empty;
+  for (unsigned k = 0; rc && j < 0 && k < MD__RC_SLOTS; k++) {
+    unsigned i = (rc->victim + k) % MD__RC_SLOTS;
+    uintptr_t v = atomic_load_explicit(&rc->slot[i], memory_order_relaxed);
+    if (!v) j = (int)i;
+    else if (!(v & RC_FLAGS) && atomic_compare_exchange_strong(&rc->slot[i], &v, 0)) {
+      md__handle_put(rc->table[i], (md__hentry *)v);   /* the least recently filled goes */
+      j = (int)i;
+    }
+  }
+  if (j < 0) {   /* every slot busy in this call: a plain reference */
+    u->e = e;
+    u->slot = -1;
+    return e;
+  }
+  rc->victim = ((unsigned)j + 1) % MD__RC_SLOTS;
+  rc->handle[j] = h;
+  rc->table[j] = t;
+  atomic_store(&rc->slot[j], (uintptr_t)e | RC_BUSY);   /* md__handle_get's reference is the slot's */
+  u->e = e;
+  u->slot = (int8_t)j;
+  return e;
+}
+
+void md__handle_unuse(md__htable *t, md__use *u) {
+  md__hentry *e = u->e;
+  if (!e) return;
+  u->e = NULL;
+  if (u->slot < 0 || !mine) {
+    md__handle_put(t, e);
+    return;
+  }
+  refcache *rc = mine;
+  unsigned i = (unsigned)u->slot;
+  uintptr_t v = (uintptr_t)e | RC_BUSY;
+  if (!atomic_compare_exchange_strong(&rc->slot[i], &v, (uintptr_t)e)) {
+    /* A kill marked it dead while it was busy: the reference is this thread's to drop. */
+    atomic_store(&rc->slot[i], 0);
+    rc->handle[i] = 0;
+    md__handle_put(t, e);
+    return;
+  }
+  /* Idle again. A kill between the use and now whose scan saw it busy marked it dead (handled
+   * above); one whose scan saw it idle stole it. Else the handle is still live, or the kill's
+   * scan has not reached this slot yet and will steal it: either way someone drops it. But a
+   * slot filled by a miss after the kill's scan passed it is seen by nobody: check. */
+  if (atomic_load(&e->handle) != rc->handle[i]) {
+    v = (uintptr_t)e;
+    if (atomic_compare_exchange_strong(&rc->slot[i], &v, 0)) {
+      rc->handle[i] = 0;
+      md__handle_put(t, e);
+    }
+  }
+}
+
 bool md__handle_kill(md__htable *t, md__hentry *e, md_handle h) {
   uint64_t expect = h;
   if (!atomic_compare_exchange_strong(&e->handle, &expect, 0)) return false;
+  steal(t, e);            /* the cached references of every thread */
   md__handle_put(t, e);   /* the table's reference; the caller still holds its own */
   return true;
 }

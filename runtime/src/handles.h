@@ -24,7 +24,8 @@
 #include "refcount.h"
 
 typedef enum md__kind {
-  MD__KIND_CLIENT = 1, MD__KIND_PREPARED = 2, MD__KIND_BUFFER = 3, MD__KIND_EVENT = 4
+  MD__KIND_CLIENT = 1, MD__KIND_PREPARED = 2, MD__KIND_BUFFER = 3, MD__KIND_EVENT = 4,
+  MD__KIND_POOL = 5          /* a registered pool (SPEC 9) */
 } md__kind;
 
 #define MD__HT_SLOT_BITS 24u
@@ -90,6 +91,32 @@ void md__handle_put(md__htable *t, md__hentry *e);
  * caller must hold a reference of its own. */
 bool md__handle_kill(md__htable *t, md__hentry *e, md_handle h);
 
+/* ---- per-thread reference caches: lookups on the hot path without a shared write ----
+ * Each thread that looks handles up keeps, in a cache line of its own, up to MD__RC_SLOTS
+ * entries it holds one reference on, with the handle each was looked up by. md__handle_use
+ * finds h there and marks the slot busy (one compare-and-swap on that line), so a stream of
+ * calls on the same handles touches no line another thread writes: no reference count moves.
+ * A miss takes a reference the usual way (md__handle_get) and keeps it in a slot.
+ *
+ * Killing a handle (md__handle_kill) takes the cached references back at once: it scans every
+ * thread's cache and steals the idle slots holding that entry (dropping their reference); a busy
+ * one is marked dead, and its thread drops the reference when the call ends. So an object still
+ * dies exactly when its last use in flight ends (SPEC 6), and no idle thread keeps one alive. */
+#define MD__RC_SLOTS 8u
+
+/* What md__handle_use gives back for md__handle_unuse. */
+typedef struct md__use {
+  md__hentry *e;
+  int8_t slot;               /* the cache slot it is busy in, or -1: a plain reference */
+} md__use;
+
+/* Looks up the live handle h of `kind` as md__handle_get does, through the calling thread's
+ * cache; *u is what md__handle_unuse needs. NULL (nothing held, *u untouched) if h is not one.
+ * The entry stays valid (its object alive) until md__handle_unuse, on this thread. */
+md__hentry *md__handle_use(md__htable *t, md_handle h, md__kind kind, md__use *u);
+/* Ends a use of md__handle_use (NULL e: nothing; u->e is NULL after). Must run on the thread
+ * that made the use. */
+void md__handle_unuse(md__htable *t, md__use *u);
 /* Why h is not a live handle of `kind`, as a static phrase for messages ("was already
  * released", "is a handle of another kind", "never issued by this device", ...). Reads the
  * entry without a reference, so a racing release may make the answer stale; never fails. */

@@ -55,7 +55,7 @@ const md_driver *md_driver_load(const char *so_path, md_driver_entry_fn linked, 
   if (!entry) why = "no driver given and none linked";
   else if (!d) why = "md_driver_entry(1) returned NULL: the driver cannot serve ABI v1";
   else if (d->abi_version != MD_DRIVER_ABI_VERSION) why = "the table's abi_version is not 1";
-  else if (d->struct_size < sizeof(md_driver)) why = "the table's struct_size is smaller than md_driver";
+  else if (d->struct_size < MD_DRIVER_SIZE_V1) why = "the table's struct_size is smaller than md_driver's v1 entries";
   else if (!d->open_device || !d->close_device || !d->get_capabilities || !d->get_supported_operations ||
            !d->open_client || !d->close_client || !d->prepare_model || !d->release_prepared_model ||
            !d->allocate || !d->copy_to || !d->copy_from || !d->free_buffer || !d->execute ||

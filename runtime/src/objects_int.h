@@ -35,12 +35,22 @@ typedef struct md__client {
  * a steady stream of executions allocates no device memory). exec_run.c owns the layout. */
 typedef struct md__exec_ctx md__exec_ctx;
 
+/* Execution contexts kept for reuse, per thread: a thread takes and gives back its own slot's
+ * context with one atomic exchange on a cache line no other thread writes (threads are spread
+ * over the slots by a per-thread number; two that share a slot still work, they just contend). */
+#define MD__CTX_SLOTS 8u
+typedef struct md__ctx_slot {
+  _Alignas(64) _Atomic(md__exec_ctx *) ctx;
+} md__ctx_slot;
+
 typedef struct md__prepared {
-  md__model *model;
+  md__model *model;          /* read by every execution: on a line nothing writes while in use */
   md_devptr *dev_const;      /* per operand: device copy of a constant tensor, or 0 */
   uint64_t dev_bytes;
-  md__spin ctx_lock;         /* guards ctx_free */
-  md__exec_ctx *ctx_free;    /* contexts not in use: one per execution that ran concurrently */
+  bool all_builtin;          /* every operation runs a built-in kernel (never blocks) */
+  md__ctx_slot slots[MD__CTX_SLOTS];
+  _Alignas(64) md__spin ctx_lock;   /* guards ctx_free: contexts beyond one per slot */
+  md__exec_ctx *ctx_free;
 } md__prepared;
 
 /* Device memory of a buffer. The buffer holds one reference; a call or execution reading or
@@ -89,6 +99,18 @@ static inline uint32_t *md__buf_cur_dims(const md__buffer *b) {
 /* An async execution's result, behind an event handle (exec_async.c owns the layout). */
 typedef struct md__event md__event;
 
+/* A registered pool (SPEC 9, registered.c): the descriptor as it was registered and its own
+ * mapping, made once. The mapping is held (acquired) by the pool object for its whole life, so
+ * an execution holding the pool's handle entry uses it with no scope operation and no system
+ * call; the last reference (unregister, close_client, or the last execution in flight after
+ * them) releases it and the mapping goes. Immutable after registration: read without a lock. */
+typedef struct md__regpool {
+  md_memory mem;             /* the descriptor, as registered (its fd: the client's number then) */
+  md__pool_plan plan;        /* what validation learned (sizes) */
+  md__mapping map;           /* the pool's mapping, acquired by this object */
+  void *host_registered;     /* the address the backend's host_register accepted, or NULL */
+} md__regpool;
+
 /* ---- buffer data access (buffer.c) ----
  * A write goes in place only when nobody else uses the current storage (the buffer's reference
  * is the only one and no other write is in place); otherwise into fresh storage that the commit
@@ -125,6 +147,12 @@ void md__buffer_write_abort(md_device *d, md__buffer *b, md__write *w);
  * (callers prefix the call), nothing is held and *st, *rank and dims are untouched. */
 md_status md__buffer_read_begin(md__buffer *b, md__storage **st, uint32_t *rank, uint32_t *dims);
 
+/* md__buffer_read_begin in one round of the buffer's lock, saying why instead of failing: the
+ * current dims always (*rank, dims[MD_MAX_RANK]), and a reference on the current storage (*st)
+ * only when the result is MD__READ_OK. No message is written. */
+typedef enum md__read_state { MD__READ_OK = 0, MD__READ_UNINITIALIZED = 1, MD__READ_BEING_WRITTEN = 2 } md__read_state;
+md__read_state md__buffer_read_snapshot(md__buffer *b, md__storage **st, uint32_t *rank, uint32_t *dims);
+
 /* Drops a reference on s (NULL is ignored); the last one frees its device memory, and s itself
  * unless it is embedded in its buffer. Never fails. */
 void md__storage_put(md_device *d, md__storage *s);
@@ -159,6 +187,9 @@ void md__exec_ctx_free_all(md_device *d, md__prepared *p);
 void md__buffer_destroy(md_device *d, md__buffer *b);
 /* Frees an event and its shapes; its execution has finished (it held a reference). */
 void md__event_destroy(md_device *d, md__event *ev);
+/* Releases a registered pool's mapping (the backend's host_unregister first, when it took the
+ * range) and frees p. */
+void md__regpool_destroy(md_device *d, md__regpool *p);
 
 /* Stops the async workers (exec_async.c): marks the device stopping, so a new execute_async
  * fails with DEVICE_UNAVAILABLE ("the device is closing"), lets the workers run every queued
@@ -233,6 +264,22 @@ md_status md__copy_from(md_device *, md_handle client, md_token dst, const md_me
  * not a live token of the client, or freed by a concurrent call) with a message, and nothing
  * changes. */
 md_status md__free_buffer(md_device *, md_handle client, md_token);
+
+/* register_memory (SPEC 9, registered.c): validates mem as a request pool (SPEC 2: kind, fd,
+ * prot, geometry, range), maps it, offers the mapping to the backend's host_register, and
+ * issues *pool, a handle owned by client. What the client later does with mem->fd does not
+ * matter: the mapping holds the file. On error, the status is returned with a message
+ * (INVALID_ARGUMENT for a NULL argument, a client that is not live or closed during the call,
+ * or a descriptor that breaks SPEC 2; GENERAL_FAILURE for one that cannot be mapped;
+ * RESOURCE_EXHAUSTED_TRANSIENT for memory or handles), nothing is kept and *pool is 0 (when pool
+ * is not NULL). */
+md_status md__register_memory(md_device *, md_handle client, const md_memory *mem, md_handle *pool);
+
+/* unregister_memory (SPEC 9, registered.c): kills the pool's handle; its mapping goes when the
+ * last execution using it ends. On error, INVALID_ARGUMENT is returned (client not live, pool
+ * not a live registered pool of the client, or unregistered by a concurrent call) with a
+ * message, and nothing changes. */
+md_status md__unregister_memory(md_device *, md_handle client, md_handle pool);
 
 /* execute (SPEC 4, exec_run.c): validates the request (md__exec_create, exec_int.h), runs the
  * prepared model on the device and gives the output shapes (the first n_shapes) and timing.

@@ -48,34 +48,50 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "error.h"
+#include "refcount.h"
 #include "scope_int.h"
 
 #define PROT_RW ((uint32_t)(PROT_READ | PROT_WRITE))
 
 typedef md__pool_plan plan;
 
-typedef struct key {
-  dev_t dev;
-  ino_t ino;
-  uint64_t offset, size;
-  uint32_t prot;
-  md_memory_kind kind;
-} key;
+/* A cache entry's state word: EMPTY (no mapping), or the number of holders, with CLOSING set
+ * once the entry is evicted or its cache destroyed (no new holders; the holder that takes it
+ * to CLOSING|0 closes the mapping and empties the entry). */
+#define ST_EMPTY 0x40000000u
+#define ST_CLOSING 0x80000000u
+#define ST_COUNT 0x3FFFFFFFu
 
+/* One mapping of the cache, found by a lookup that takes no lock: the lookup reads seq, compares
+ * the key, becomes a holder (state), and reads seq again; an entry rewritten meanwhile (seq
+ * moved) is let go and not used. The key and the bookkeeping fields are atomics because the
+ * lookup reads them while a miss may be rewriting the entry; the mapping fields are written
+ * while seq is odd and published by its release store, and not written again while the entry
+ * has holders. */
 typedef struct entry {
-  key k;
-  md__mapping map;         /* the cache's copy; map.scope is open and owned by the entry */
-  struct entry *prev, *next;
+  _Alignas(64) _Atomic uint32_t seq;   /* even: stable; odd: being rewritten (under the lock) */
+  _Atomic uint32_t state;
+  _Atomic int verified_fd;   /* the fd number whose access mode and seals were checked for prot */
+  _Atomic uint32_t prot, kind;
+  _Atomic uint64_t dev, ino, offset, size;
+  _Atomic uint64_t used;     /* when it was last hit (monotonic ns): least recently used goes */
+  md_scope *scope;           /* owns the mmap; closed when the entry empties */
+  uint8_t *base;
+  uint64_t map_size;
+  md__pool_cache *cache;
 } entry;
 
 struct md__pool_cache {
-  pthread_mutex_t lock;    /* guards the list; never held across mmap */
-  entry *head, *tail;      /* most recently used first */
-  uint32_t max_idle;
-  _Atomic uint32_t count;  /* written under lock, read by md__pool_cache_size without it */
+  pthread_mutex_t lock;      /* misses: choosing and rewriting an entry; never held across mmap */
+  uint32_t max_idle;         /* live entries kept (0: caches nothing) */
+  uint32_t cap;              /* entries: twice max_idle, so that evicted ones still in use leave
+                                room for their successors */
+  _Atomic uint32_t refs;     /* 1 for the cache until destroyed, +1 per entry that is not EMPTY */
   _Atomic uint64_t maps;
+  entry *e;                  /* cap entries, cache-line aligned */
 };
 
 static const char *kind_name(md_memory_kind k) {
@@ -266,74 +282,176 @@ static md_status map_new(md__pool_cache *c, const md_memory *m, const plan *p, c
   return MD_NONE;
 }
 
-static void unlink_entry(md__pool_cache *c, entry *e) {
-  if (e->prev) e->prev->next = e->next; else c->head = e->next;
-  if (e->next) e->next->prev = e->prev; else c->tail = e->prev;
-  e->prev = e->next = NULL;
-  atomic_store_explicit(&c->count, atomic_load_explicit(&c->count, memory_order_relaxed) - 1,
-                        memory_order_relaxed);
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void push_front(md__pool_cache *c, entry *e) {
-  e->prev = NULL;
-  e->next = c->head;
-  if (c->head) c->head->prev = e; else c->tail = e;
-  c->head = e;
-  atomic_store_explicit(&c->count, atomic_load_explicit(&c->count, memory_order_relaxed) + 1,
-                        memory_order_relaxed);
+static void cache_put(md__pool_cache *c) {
+  if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1) return;
+  pthread_mutex_destroy(&c->lock);
+  free(c->e);
+  free(c);
 }
 
-static entry *find(md__pool_cache *c, const key *k) {
-  for (entry *e = c->head; e; e = e->next)
-    if (e->k.dev == k->dev && e->k.ino == k->ino && e->k.offset == k->offset &&
-        e->k.size == k->size && e->k.prot == k->prot && e->k.kind == k->kind)
-      return e;
-  return NULL;
+/* The entry is CLOSING with no holder left, and this thread made it so: nobody else can reach
+ * its mapping. Closes it, empties the entry, and drops the entry's reference on its cache
+ * (which may free the cache, when it was destroyed). */
+static void entry_close(entry *e) {
+  md__pool_cache *c = e->cache;
+  md_scope *s = e->scope;
+  e->scope = NULL;
+  md_scope_close(s);   /* no scope user: the entry's holders were counted here, in state */
+  atomic_store_explicit(&e->state, ST_EMPTY, memory_order_release);
+  cache_put(c);
 }
 
-/* Drops entries (already unlinked, chained by next): deferred close, so users that acquired
- * them before they were unlinked keep their mapping until they release it. */
-static void drop_entries(entry *e) {
-  while (e) {
-    entry *next = e->next;
-    md_scope_close_deferred(e->map.scope);
-    free(e);
-    e = next;
+/* Becomes a holder of e unless it is EMPTY or CLOSING. */
+static bool entry_hold(entry *e) {
+  uint32_t st = atomic_load_explicit(&e->state, memory_order_relaxed);
+  do {
+    if (st & (ST_EMPTY | ST_CLOSING) || (st & ST_COUNT) == ST_COUNT) return false;
+  } while (!atomic_compare_exchange_weak_explicit(&e->state, &st, st + 1, memory_order_acquire,
+                                                  memory_order_relaxed));
+  return true;
+}
+
+/* Lets go of e (a holder's). The last holder of a CLOSING entry closes it. */
+static void entry_release(entry *e) {
+  uint32_t st = atomic_load_explicit(&e->state, memory_order_relaxed);
+  do {
+    if ((st & ST_COUNT) == 0 || (st & ST_EMPTY)) {
+      atomic_fetch_add_explicit(&md__refcount_underflows, 1, memory_order_relaxed);
+      return;
+    }
+  } while (!atomic_compare_exchange_weak_explicit(&e->state, &st, st - 1, memory_order_acq_rel,
+                                                  memory_order_relaxed));
+  if (st - 1 == ST_CLOSING) entry_close(e);
+}
+
+/* Marks e CLOSING (no new holders); closes it now when it has none. */
+static void entry_evict(entry *e) {
+  uint32_t st = atomic_load_explicit(&e->state, memory_order_relaxed);
+  do {
+    if (st & (ST_EMPTY | ST_CLOSING)) return;
+  } while (!atomic_compare_exchange_weak_explicit(&e->state, &st, st | ST_CLOSING, memory_order_acq_rel,
+                                                  memory_order_relaxed));
+  if ((st & ST_COUNT) == 0) entry_close(e);
+}
+
+static bool key_is(const entry *e, const md__pool_plan *p, const md_memory *m) {
+  return atomic_load_explicit(&e->dev, memory_order_relaxed) == (uint64_t)p->st.st_dev &&
+         atomic_load_explicit(&e->ino, memory_order_relaxed) == (uint64_t)p->st.st_ino &&
+         atomic_load_explicit(&e->offset, memory_order_relaxed) == p->offset &&
+         atomic_load_explicit(&e->size, memory_order_relaxed) == p->size &&
+         atomic_load_explicit(&e->prot, memory_order_relaxed) == m->prot &&
+         atomic_load_explicit(&e->kind, memory_order_relaxed) == (uint32_t)m->kind;
+}
+
+/* A hit: e holds the key and this thread is now one of its holders. Lock-free. */
+static entry *lookup(md__pool_cache *c, const md__pool_plan *p, const md_memory *m) {
+  for (uint32_t i = 0; i < c->cap; i++) {
+    entry *e = &c->e[i];
+    uint32_t s1 = atomic_load_explicit(&e->seq, memory_order_acquire);
+    if ((s1 & 1) || (atomic_load_explicit(&e->state, memory_order_relaxed) & (ST_EMPTY | ST_CLOSING)) ||
+        !key_is(e, p, m) || !entry_hold(e))
+      continue;
+    if (atomic_load_explicit(&e->seq, memory_order_acquire) != s1 || !key_is(e, p, m)) {
+      entry_release(e);   /* rewritten for another pool between the compare and the hold */
+      continue;
+    }
+    return e;
   }
+  return NULL;
 }
 
 md_status md__pool_cache_create(uint32_t max_idle, md__pool_cache **out) {
   if (!out) return md__fail(MD_INVALID_ARGUMENT, "pool cache: out is NULL");
   md__pool_cache *c = calloc(1, sizeof *c);
+  if (c && max_idle) {
+    c->e = aligned_alloc(64, 2 * (size_t)max_idle * sizeof *c->e);
+    if (!c->e) {
+      free(c);
+      c = NULL;
+    }
+  }
   if (!c) return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "pool cache: out of memory");
   if (pthread_mutex_init(&c->lock, NULL) != 0) {
+    free(c->e);
     free(c);
     return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "pool cache: cannot create a mutex");
   }
   c->max_idle = max_idle;
+  c->cap = 2 * max_idle;
+  for (uint32_t i = 0; i < c->cap; i++) {
+    memset(&c->e[i], 0, sizeof c->e[i]);
+    atomic_init(&c->e[i].state, ST_EMPTY);
+    atomic_init(&c->e[i].verified_fd, -1);
+    c->e[i].cache = c;
+  }
+  atomic_init(&c->refs, 1);
   *out = c;
   return MD_NONE;
 }
 
 void md__pool_cache_destroy(md__pool_cache *c) {
   if (!c) return;
+  /* Every entry is evicted: mappings in use go with their last holder, who also frees the cache
+   * once the last entry is empty. */
   pthread_mutex_lock(&c->lock);
-  entry *all = c->head;
-  c->head = c->tail = NULL;
-  atomic_store_explicit(&c->count, 0, memory_order_relaxed);
+  for (uint32_t i = 0; i < c->cap; i++) entry_evict(&c->e[i]);
   pthread_mutex_unlock(&c->lock);
-  drop_entries(all);
-  pthread_mutex_destroy(&c->lock);
-  free(c);
+  cache_put(c);
 }
 
-/* Acquires e's scope. Called under c->lock with e still linked, so eviction cannot have closed
- * it: the acquire can only fail on the users limit. */
-static md_status take(entry *e, const char *what, md__mapping *out) {
-  md_status st = md_scope_acquire(e->map.scope);
-  if (st != MD_NONE) return md__fail(st, "%s: %s", what, md_scope_error());
-  *out = e->map;
-  return MD_NONE;
+/* The fresh mapping `fresh` of key (p, m) into the cache: when max_idle entries are live, the
+ * least recently used one is evicted first (no new holders; it goes now, or with its last holder
+ * when in use); then an EMPTY entry takes the mapping. With no EMPTY entry (every one evicted but
+ * still in use) the mapping stays uncached. On success *out is held through its entry; else *out
+ * is the uncached mapping. Called with c->lock. */
+static void insert_locked(md__pool_cache *c, const plan *p, const md_memory *m, md__mapping *fresh,
+                          md__mapping *out) {
+  entry *lru = NULL, *slot = NULL;
+  uint64_t oldest = UINT64_MAX;
+  uint32_t live = 0;
+  for (uint32_t i = 0; i < c->cap; i++) {
+    entry *e = &c->e[i];
+    uint32_t st = atomic_load_explicit(&e->state, memory_order_acquire);
+    if (st & (ST_EMPTY | ST_CLOSING)) continue;
+    live++;
+    uint64_t used = atomic_load_explicit(&e->used, memory_order_relaxed);
+    if (used < oldest) oldest = used, lru = e;
+  }
+  if (live >= c->max_idle && lru) entry_evict(lru);   /* empties it now when nobody holds it */
+  for (uint32_t i = 0; i < c->cap && !slot; i++)
+    if (atomic_load_explicit(&c->e[i].state, memory_order_acquire) == ST_EMPTY) slot = &c->e[i];
+  if (!slot || atomic_load_explicit(&slot->state, memory_order_acquire) != ST_EMPTY) {
+    /* Uncached: the caller's release is the last one, and frees the mapping. */
+    md_scope_acquire(fresh->scope);   /* cannot fail: new, open, unshared */
+    md_scope_close_deferred(fresh->scope);
+    *out = *fresh;
+    return;
+  }
+  atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
+  uint32_t seq = atomic_load_explicit(&slot->seq, memory_order_relaxed);
+  atomic_store_explicit(&slot->seq, seq + 1, memory_order_relaxed);
+  atomic_thread_fence(memory_order_release);
+  atomic_store_explicit(&slot->dev, (uint64_t)p->st.st_dev, memory_order_relaxed);
+  atomic_store_explicit(&slot->ino, (uint64_t)p->st.st_ino, memory_order_relaxed);
+  atomic_store_explicit(&slot->offset, p->offset, memory_order_relaxed);
+  atomic_store_explicit(&slot->size, p->size, memory_order_relaxed);
+  atomic_store_explicit(&slot->prot, m->prot, memory_order_relaxed);
+  atomic_store_explicit(&slot->kind, (uint32_t)m->kind, memory_order_relaxed);
+  atomic_store_explicit(&slot->verified_fd, m->fd, memory_order_relaxed);
+  atomic_store_explicit(&slot->used, now_ns(), memory_order_relaxed);
+  slot->scope = fresh->scope;
+  slot->base = fresh->base;
+  slot->map_size = fresh->size;
+  atomic_store_explicit(&slot->state, 1, memory_order_relaxed);   /* the caller is its holder */
+  atomic_store_explicit(&slot->seq, seq + 2, memory_order_release);
+  *out = (md__mapping){.scope = slot->scope, .base = slot->base, .size = slot->map_size, .prot = m->prot,
+                       .entry = slot};
 }
 
 md_status md__pool_acquire(md__pool_cache *c, const md_memory *m, md__pool_use use,
@@ -344,75 +462,69 @@ md_status md__pool_acquire(md__pool_cache *c, const md_memory *m, md__pool_use u
   md_status st = MD_NONE;
   if (validated) p = *validated;
   else if ((st = check(m, use, what, &p)) != MD_NONE) return st;
+
+  if (c && c->cap) {
+    entry *e = lookup(c, &p, m);
+    if (e) {
+      /* The file is the one mapped (its identity is the key, checked by validation's fstat
+       * this call). The access mode and seals belong to the fd: checked again only when this
+       * fd number is not the one last checked for this entry (fd numbers are the client's,
+       * and a number reused for another open of the same file is the one case this misses:
+       * a cached mapping then grants what the first fd allowed). */
+      if (atomic_load_explicit(&e->verified_fd, memory_order_relaxed) != m->fd) {
+        int err = access_errno(m->fd, m->prot);
+        if (err) {
+          entry_release(e);
+          return md__fail(MD_GENERAL_FAILURE, "%s: cannot map fd %d: %s", what, m->fd, strerror(err));
+        }
+        atomic_store_explicit(&e->verified_fd, m->fd, memory_order_relaxed);
+      }
+      atomic_store_explicit(&e->used, now_ns(), memory_order_relaxed);
+      *out = (md__mapping){.scope = e->scope, .base = e->base, .size = e->map_size, .prot = m->prot, .entry = e};
+      return MD_NONE;
+    }
+  }
   int err = access_errno(m->fd, m->prot);
   if (err) return md__fail(MD_GENERAL_FAILURE, "%s: cannot map fd %d: %s", what, m->fd,
                            strerror(err));
-
-  if (!c) {
-    /* Uncached: the caller's release is the last one, and frees the mapping. */
-    md__mapping fresh;
-    if ((st = map_new(NULL, m, &p, what, &fresh)) != MD_NONE) return st;
+  /* Miss: map without the lock (mmap can be slow and other pools of this client should not
+   * wait on it), then insert unless another thread inserted the same key meanwhile. */
+  md__mapping fresh;
+  if ((st = map_new(c, m, &p, what, &fresh)) != MD_NONE) return st;
+  if (!c || !c->cap) {
     md_scope_acquire(fresh.scope);   /* cannot fail: new, open, unshared */
     md_scope_close_deferred(fresh.scope);
     *out = fresh;
     return MD_NONE;
   }
-
-  key k = {.dev = p.st.st_dev, .ino = p.st.st_ino, .offset = p.offset, .size = p.size,
-           .prot = m->prot, .kind = m->kind};
   pthread_mutex_lock(&c->lock);
-  entry *e = find(c, &k);
+  entry *e = lookup(c, &p, m);
   if (e) {
-    unlink_entry(c, e);
-    push_front(c, e);
-    st = take(e, what, out);
     pthread_mutex_unlock(&c->lock);
-    return st;
+    md_scope_close(fresh.scope);   /* never shared, no users: frees now */
+    *out = (md__mapping){.scope = e->scope, .base = e->base, .size = e->map_size, .prot = m->prot, .entry = e};
+    return MD_NONE;
   }
+  insert_locked(c, &p, m, &fresh, out);
   pthread_mutex_unlock(&c->lock);
-
-  /* Miss: map without the lock (mmap can be slow and other pools of this client should not
-   * wait on it), then insert unless another thread inserted the same key meanwhile. */
-  entry *fresh = calloc(1, sizeof *fresh);
-  if (!fresh) return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "%s: out of memory", what);
-  if ((st = map_new(c, m, &p, what, &fresh->map)) != MD_NONE) {
-    free(fresh);
-    return st;
-  }
-  fresh->k = k;
-
-  entry *evicted = NULL;
-  pthread_mutex_lock(&c->lock);
-  e = find(c, &k);
-  if (e) {
-    unlink_entry(c, e);
-    push_front(c, e);
-    st = take(e, what, out);
-    pthread_mutex_unlock(&c->lock);
-    md_scope_close(fresh->map.scope);   /* never shared, no users: frees now */
-    free(fresh);
-    return st;
-  }
-  push_front(c, fresh);
-  st = take(fresh, what, out);   /* before eviction, so max_idle 0 still hands it out */
-  while (atomic_load_explicit(&c->count, memory_order_relaxed) > c->max_idle) {
-    entry *victim = c->tail;
-    unlink_entry(c, victim);
-    victim->next = evicted;
-    evicted = victim;
-  }
-  pthread_mutex_unlock(&c->lock);
-  drop_entries(evicted);
-  return st;
+  return MD_NONE;
 }
 
 void md__mapping_release(md__mapping *m) {
   if (!m || !m->scope) return;
   md_scope *s = m->scope;
+  entry *e = m->entry;
   /* Cleared first: a second release of the same md__mapping is a no-op, not an underflow of a
-   * scope that may be freed by the first. */
+   * scope or an entry that may be freed by the first. */
   *m = (md__mapping){0};
-  md_scope_release(s);
+  if (e) entry_release(e);
+  else md_scope_release(s);
+}
+
+uint32_t md__mapping_holders(const md__mapping *m) {
+  if (!m || !m->scope) return 0;
+  if (m->entry) return atomic_load_explicit(&((entry *)m->entry)->state, memory_order_relaxed) & ST_COUNT;
+  return md_scope_users(m->scope);
 }
 
 uint64_t md__pool_cache_maps(const md__pool_cache *c) {
@@ -420,5 +532,8 @@ uint64_t md__pool_cache_maps(const md__pool_cache *c) {
 }
 
 uint32_t md__pool_cache_size(const md__pool_cache *c) {
-  return c ? atomic_load_explicit(&((md__pool_cache *)c)->count, memory_order_relaxed) : 0;
+  uint32_t n = 0;
+  for (uint32_t i = 0; c && i < c->cap; i++)
+    n += !(atomic_load_explicit(&c->e[i].state, memory_order_relaxed) & (ST_EMPTY | ST_CLOSING));
+  return n;
 }

@@ -42,11 +42,13 @@ md_status md__pool_validate(const md_memory *m, md__pool_use use, const char *wh
                             md__pool_plan *plan);
 
 typedef struct md__mapping {
-  md_scope *scope;         /* shared scope owning the mmap */
+  md_scope *scope;         /* shared scope owning the mmap; NULL: nothing held */
   uint8_t *base;           /* byte `offset` of the file */
   uint64_t size;           /* bytes mapped from base (the pool's size; for non-BLOB hardware
                               buffers, the computed byte size) */
   uint32_t prot;
+  void *entry;             /* the cache entry it is held through (its holders count), or NULL:
+                              the scope itself is acquired */
 } md__mapping;
 
 typedef struct md__pool_cache md__pool_cache;
@@ -64,6 +66,8 @@ void md__pool_cache_destroy(md__pool_cache *c);
 md_status md__pool_acquire(md__pool_cache *c, const md_memory *m, md__pool_use use,
                            const char *what, const md__pool_plan *plan, md__mapping *out);
 void md__mapping_release(md__mapping *m);
+/* How many hold the mapping m holds (tests and diagnostics). */
+uint32_t md__mapping_holders(const md__mapping *m);
 
 /* Counters for tests: mappings created (mmap calls) and currently cached. */
 uint64_t md__pool_cache_maps(const md__pool_cache *c);

@@ -1,8 +1,10 @@
 /* prepared.c - prepared models: building one from an md_model (validation and deep copy in
  * model_check.c and model.c, constants uploaded to the device), releasing it, destroying it. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "error.h"
+#include "kernels/kernel_ctx.h"
 #include "objects_int.h"
 
 void md__prepared_destroy(md_device *d, md__prepared *p) {
@@ -46,7 +48,9 @@ md_status md__prepare_model(md_device *d, md_handle client, const md_model *mode
   md_status st = md__client_get(d, "prepare_model", client, &ce);
   if (st != MD_NONE) return st;
   md__client *c = ce->obj;
-  md__prepared *p = calloc(1, sizeof *p);
+  /* Cache-line aligned: its context slots are one line each (objects_int.h). */
+  md__prepared *p = aligned_alloc(64, (sizeof *p + 63) & ~(size_t)63);
+  if (p) memset(p, 0, sizeof *p);
   if (!p) {
     md__handle_put(&d->ht, ce);
     return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "prepare_model: out of memory");
@@ -58,6 +62,9 @@ md_status md__prepare_model(md_device *d, md_handle client, const md_model *mode
   } else if ((st = upload_constants(d, p)) != MD_NONE) {
     md__prepared_destroy(d, p);
   } else {
+    p->all_builtin = true;
+    for (uint32_t i = 0; i < p->model->n_operations; i++)
+      p->all_builtin &= md__kernel_is_builtin(p->model->operations[i].kernel) != 0;
     md__hentry *pe;
     st = md__handle_issue(&d->ht, MD__KIND_PREPARED, client, p, out, &pe);
     if (st != MD_NONE) {

@@ -157,6 +157,14 @@ void mdt_close_fd(int fd) {
   if (fd >= 0) close(fd);
 }
 
+md_handle mdt_register(const mdt_env *env, md_handle client, md_memory m) {
+  md_handle h = 0;
+  cr_assert_eq(env->drv->register_memory(env->dev, client, &m, &h), MD_NONE, "register_memory: %s",
+               env->drv->last_error(env->dev));
+  cr_assert_neq(h, 0);
+  return h;
+}
+
 md_handle mdt_open_client(const mdt_env *env) {
   md_handle c = 0;
   md_status st = env->drv->open_client(env->dev, &c);
@@ -257,6 +265,14 @@ uint32_t mdt_req_pool_token(mdt_request *r, md_token t) {
   uint32_t i = r->n_pools++;
   r->pools[i].is_token = 1;
   r->pools[i].token = t;
+  return i;
+}
+
+uint32_t mdt_req_pool_registered(mdt_request *r, md_handle pool) {
+  cr_assert_lt(r->n_pools, 16u);
+  uint32_t i = r->n_pools++;
+  r->pools[i].is_token = 2;
+  r->pools[i].token = pool;
   return i;
 }
 

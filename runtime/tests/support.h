@@ -58,6 +58,9 @@ int mdt_unmappable_fd(size_t size);
 /* Closes fd if >= 0. */
 void mdt_close_fd(int fd);
 
+/* register_memory for `client` (SPEC 9), asserting success; returns the pool's handle. */
+md_handle mdt_register(const mdt_env *env, md_handle client, md_memory m);
+
 /* A second client on the env's device (asserts success). */
 md_handle mdt_open_client(const mdt_env *env);
 /* Closes a client, asserting success; leaks may be NULL. */
@@ -100,6 +103,8 @@ void mdt_req_init(mdt_request *r);
 /* Adds a pool (a memory, or a token) and returns its index. A memory's fd is not owned. */
 uint32_t mdt_req_pool_mem(mdt_request *r, md_memory m);
 uint32_t mdt_req_pool_token(mdt_request *r, md_token t);
+/* A registered pool (SPEC 9: is_token 2, token = the pool's handle). */
+uint32_t mdt_req_pool_registered(mdt_request *r, md_handle pool);
 /* Adds an input/output arg on pool `pool` (offset, length, dims); returns the arg index. */
 uint32_t mdt_req_in_arg(mdt_request *r, uint32_t pool, uint64_t offset, uint64_t length,
                         uint32_t rank, const uint32_t *dims);

@@ -8,6 +8,7 @@
  * "concurrency"). */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
@@ -531,11 +532,105 @@ Test(concurrency, last_error_is_per_thread) {
   cr_expect(args[1].own_message, "the allocate thread did not read its own message");
 }
 
+/* ---- what an idle thread's reference cache holds goes with a kill ----
+ * Synchronous executions look their handles up through a per-thread cache of references, so a
+ * thread that executed once and then waits still holds references: free_buffer and close_client
+ * must take them back at once (SPEC 6: the memory goes when the last use in flight ends, and
+ * an idle thread has none in flight). Measured with a memory limit: freed memory must be
+ * allocatable again while that thread still waits. */
+
+typedef struct idle_arg {
+  mdt_env *x;
+  md_handle client, prep;
+  md_token in;
+  int fd_b, fd_o;
+  md_status st;
+  sem_t ran, go;
+} idle_arg;
+
+#define IDLE_ROWS 32u
+#define IDLE_BYTES (IDLE_ROWS * 64u * 4u)   /* a float32 [32,64]: 8 KiB */
+
+static void *idle_executor(void *p) {
+  idle_arg *a = p;
+  md_request_arg in[2], out[1];
+  md_request_pool pools[3];
+  memset(in, 0, sizeof in);
+  memset(out, 0, sizeof out);
+  memset(pools, 0, sizeof pools);
+  pools[0] = (md_request_pool){.is_token = 1, .token = a->in};
+  pools[1].memory = mdt_ashmem(a->fd_b, IDLE_BYTES);
+  pools[2].memory = mdt_ashmem(a->fd_o, IDLE_BYTES);
+  in[1] = (md_request_arg){.pool = 1, .length = IDLE_BYTES};
+  out[0] = (md_request_arg){.pool = 2, .length = IDLE_BYTES};
+  md_request req = {.n_inputs = 2, .inputs = in, .n_outputs = 1, .outputs = out, .n_pools = 3, .pools = pools};
+  md_output_shape sh[1];
+  a->st = a->x->drv->execute(a->x->dev, a->client, a->prep, &req, sh, 1, NULL);
+  sem_post(&a->ran);
+  while (sem_wait(&a->go) != 0) {
+  }
+  return NULL;
+}
+
+static void idle_thread_case(int close_instead) {
+  mdt_env x;
+  mdt_env_open(&x, "backend=sim;mem_limit=131072");
+  static const uint32_t d[2] = {IDLE_ROWS, 64};
+  md_handle c = close_instead ? mdt_open_client(&x) : x.client;
+  mdt_model b;
+  md_handle prep = mdt_prepare_for(&x, c, mdt_add_model(&b, 2, d, 2, d, 2, d, 0));
+  idle_arg a;
+  memset(&a, 0, sizeof a);
+  a.x = &x;
+  a.client = c;
+  a.prep = prep;
+  cr_assert_eq(mdt_try_alloc(&x, c, prep, false, 0, 0, NULL, &a.in), MD_NONE, "%s", x.drv->last_error(x.dev));
+  static float v[IDLE_ROWS * 64];
+  mdt_iota(v, IDLE_ROWS * 64, 1);
+  cr_assert_eq(mdt_copy_from(&x, c, a.in, v, IDLE_BYTES, 0, NULL), MD_NONE);
+  a.fd_b = mdt_memfd(v, IDLE_BYTES);
+  a.fd_o = mdt_memfd(NULL, IDLE_BYTES);
+  sem_init(&a.ran, 0, 0);
+  sem_init(&a.go, 0, 0);
+  pthread_t th;
+  cr_assert_eq(pthread_create(&th, NULL, idle_executor, &a), 0);
+  while (sem_wait(&a.ran) != 0) {
+  }
+  cr_assert_eq(a.st, MD_NONE, "the waiting thread's execution: %s", x.drv->last_error(x.dev));
+  /* Fill the device: another client's buffers of the same size until the limit says no. */
+  md_handle other = mdt_open_client(&x);
+  md_handle oprep = mdt_prepare_for(&x, other, mdt_add_model(&b, 2, d, 2, d, 2, d, 0));
+  md_token fill[32];
+  int n = 0;
+  while (n < 32 && mdt_try_alloc(&x, other, oprep, true, 0, 0, NULL, &fill[n]) == MD_NONE) n++;
+  cr_assert_lt(n, 32, "the memory limit never refused");
+  /* The waiting thread used the buffer and holds no call in flight: its memory comes back now. */
+  if (close_instead) mdt_close_client(&x, c, NULL);
+  else cr_assert_eq(x.drv->free_buffer(x.dev, c, a.in), MD_NONE);
+  md_token again = 0;
+  cr_expect_eq(mdt_try_alloc(&x, other, oprep, true, 0, 0, NULL, &again), MD_NONE,
+               "the %s buffer's memory is still held: %s", close_instead ? "closed client's" : "freed",
+               x.drv->last_error(x.dev));
+  sem_post(&a.go);
+  pthread_join(th, NULL);
+  if (again) cr_expect_eq(x.drv->free_buffer(x.dev, other, again), MD_NONE);
+  for (int i = 0; i < n; i++) cr_expect_eq(x.drv->free_buffer(x.dev, other, fill[i]), MD_NONE);
+  mdt_close_client(&x, other, NULL);
+  if (!close_instead) mdt_release(&x, prep);
+  close(a.fd_b);
+  close(a.fd_o);
+  sem_destroy(&a.ran);
+  sem_destroy(&a.go);
+  mdt_env_close(&x, 0);
+}
+
+Test(concurrency, free_buffer_takes_back_what_an_idle_threads_executions_cached) { idle_thread_case(0); }
+Test(concurrency, close_client_takes_back_what_an_idle_threads_executions_cached) { idle_thread_case(1); }
+
 /* ---- objects released under a running kernel ----
  * "mdt.gate" is a test kernel that reports it has started, blocks until the test opens the
  * gate, then copies its input to its output and reports it is done. It makes "a kernel is
  * running now" a fact the test controls, without sleeping. */
-#include <semaphore.h>
 
 #include "md/kernel.h"
 

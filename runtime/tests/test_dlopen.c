@@ -58,6 +58,8 @@ Test(dlopen, every_entry_point_present) {
   cr_expect_not_null(d->free_buffer);
   cr_expect_not_null(d->execute);
   cr_expect_not_null(d->execute_async);
+  cr_expect_not_null(d->register_memory);     /* SPEC 9, optional: the reference driver has it */
+  cr_expect_not_null(d->unregister_memory);
   cr_expect_not_null(d->wait_event);
   cr_expect_not_null(d->last_error);
 }

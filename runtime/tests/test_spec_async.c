@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "exec_int.h"
 #include "support.h"
 
 static mdt_env e;
@@ -20,14 +21,25 @@ static void open_with(const char *config) {
   mdt_model b;
   P = mdt_prepare(&e, mdt_add_model(&b, 2, D23, 2, D23, 2, D23, 0));
 }
-static void setup(void) { open_with("backend=sim"); }
-static void setup_slow(void) { open_with("backend=sim;latency_ns=20000000"); }
+/* The suites below queue every execution on the device's streams (a small one would otherwise
+ * run in the calling thread, docs/execution.md), so that the queued path is what they test;
+ * async_inline tests the other one. */
+static void setup(void) {
+  atomic_store(&md__async_inline_bytes, 0);
+  open_with("backend=sim");
+}
+static void setup_slow(void) {
+  atomic_store(&md__async_inline_bytes, 0);
+  open_with("backend=sim;latency_ns=20000000");
+}
+static void setup_inline(void) { open_with("backend=sim"); }
 static void teardown(void) {
   if (P) e.drv->release_prepared_model(e.dev, e.client, P);
   mdt_env_close(&e, 0);
 }
 TestSuite(async, .init = setup, .fini = teardown);
 TestSuite(async_slow, .init = setup_slow, .fini = teardown);
+TestSuite(async_inline, .init = setup_inline, .fini = teardown);
 
 static float A[6] = {1, 2, 3, 4, 5, 6}, B[6] = {10, 20, 30, 40, 50, 60};
 
@@ -441,4 +453,65 @@ Test(async_slow, close_client_with_execution_in_flight) {
   cr_expect_eq(mdt_exec(&e, P, &r2, sh, &tm), MD_NONE, "%s", e.drv->last_error(e.dev));
   mdt_req_fini(&r2);
   mdt_req_fini(&r);
+}
+
+/* ---- small executions run in the calling thread (docs/execution.md) ---- */
+
+Test(async_inline, a_small_execution_is_finished_when_execute_async_returns) {
+  mdt_request r;
+  plain_request(&r);
+  md_handle ev;
+  cr_assert_eq(start(P, &r, &ev), MD_NONE, "%s", e.drv->last_error(e.dev));
+  md_output_shape sh[8];
+  md_timing tm;
+  cr_expect_eq(wait_ev(ev, 0, sh, 1, &tm), MD_NONE, "not finished at once");
+  cr_expect_eq(sh[0].rank, 2);
+  cr_expect_neq(tm.in_driver_ns, UINT64_MAX);
+  expect_sum_in(&r, 0);
+  cr_expect_eq(wait_ev(ev, 0, sh, 1, &tm), MD_INVALID_ARGUMENT, "consumed by its wait");
+  mdt_req_fini(&r);
+}
+
+Test(async_inline, its_failure_comes_from_wait_event_and_leaves_last_error_alone) {
+  mdt_register_test_kernels();
+  static const uint32_t d[1] = {4};
+  mdt_model b;
+  md_handle q = mdt_prepare(&e, mdt_custom_model(&b, "mdt.fail", MD_TENSOR_FLOAT32, 0, 0, 1, d));
+  float x[4] = {1, 2, 3, 4};
+  mdt_request r;
+  mdt_req_init(&r);
+  mdt_req_in_data(&r, x, 16, 0, NULL);
+  mdt_req_out_pool(&r, 16, 0, NULL);
+  md_handle ev;
+  /* A user kernel may block: it is never run in the calling thread. The failure comes back from
+   * the wait either way. */
+  cr_assert_eq(start(q, &r, &ev), MD_NONE, "%s", e.drv->last_error(e.dev));
+  md_output_shape sh[8];
+  md_timing tm;
+  cr_expect_eq(wait_ev(ev, UINT64_MAX, sh, 1, &tm), MD_GENERAL_FAILURE);
+  cr_expect(strstr(e.drv->last_error(e.dev), MDT_FAIL_MESSAGE), "%s", e.drv->last_error(e.dev));
+  mdt_req_fini(&r);
+  /* A built-in one that fails while running inline: execute_async still says NONE, its last
+   * error untouched. */
+  static const uint32_t d03[2] = {0, 3};
+  mdt_model b2;
+  md_handle dyn = mdt_prepare(&e, mdt_add_model(&b2, 2, d03, 2, d03, 2, d03, 0));
+  mdt_request r2;
+  mdt_req_init(&r2);
+  static const uint32_t d13[2] = {1, 3}, d23[2] = {2, 3};
+  mdt_req_in_data(&r2, A, 12, 2, d13);
+  mdt_req_in_data(&r2, B, 24, 2, d23);   /* [1,3] + [2,3] broadcasts to [2,3] */
+  mdt_req_out_pool(&r2, 12, 0, NULL);     /* too small for it: OUTPUT_INSUFFICIENT_SIZE */
+  md_memory bad = mdt_ashmem(-1, 8);
+  md_handle none;
+  cr_assert_eq(e.drv->register_memory(e.dev, e.client, &bad, &none), MD_INVALID_ARGUMENT);
+  char before[512];
+  snprintf(before, sizeof before, "%s", e.drv->last_error(e.dev));
+  cr_assert_eq(start(dyn, &r2, &ev), MD_NONE, "%s", e.drv->last_error(e.dev));
+  cr_expect_str_eq(e.drv->last_error(e.dev), before, "execute_async changed last_error");
+  cr_expect_eq(wait_ev(ev, 0, sh, 1, &tm), MD_OUTPUT_INSUFFICIENT_SIZE);
+  cr_expect_eq(sh[0].is_sufficient, 0);
+  mdt_req_fini(&r2);
+  mdt_release(&e, dyn);
+  mdt_release(&e, q);
 }

@@ -89,6 +89,7 @@ struct md_event {
 typedef struct stripe {
   _Alignas(64) _Atomic uint64_t calls[3];   /* alloc, copy, launch calls (devices without a plan) */
   _Atomic uint64_t copies, bytes_copied;
+  _Atomic uint64_t sites[3];                /* fault points seen on a device without a fault plan */
 } stripe;
 
 struct md_backend {
@@ -228,8 +229,13 @@ static md_status sim_fault_point(md_backend *b, md_fault_site site, char *err, s
   if (!sim_of(b) || (unsigned)site > MD_FAULT_EXECUTION)
     return md_backend_fail(err, errlen, MD_INVALID_ARGUMENT, "sim: fault_point: bad device or site");
   if (is_lost(b)) return lost_status(b, "device", err, errlen);
+  if (!b->n_faults) {
+    /* No plan to number the calls for: counted on the thread's stripe, so that executions on
+     * several threads do not pass one counter's line back and forth (stats add them up). */
+    atomic_fetch_add_explicit(&my_stripe(b)->sites[site], 1, memory_order_relaxed);
+    return MD_NONE;
+  }
   uint64_t n = atomic_fetch_add_explicit(&b->site_calls[site], 1, memory_order_relaxed) + 1;
-  if (!b->n_faults) return MD_NONE;
   switch (site) {
     case MD_FAULT_ALLOCATE:
       if (fault_fires(b, F_ALLOC, n))
@@ -426,7 +432,9 @@ void md_sim_stats_get(md_backend *b, md_sim_stats *out) {
   out->launch_calls = c->launches;
   out->clock_ns = atomic_load_explicit(&b->clock_ns, memory_order_relaxed);
   out->lost = (uint32_t)is_lost(b);
-  for (int i = 0; i < 3; i++) out->site_calls[i] = atomic_load_explicit(&b->site_calls[i], memory_order_relaxed);
+  for (int i = 0; i < 3; i++)
+    out->site_calls[i] = atomic_load_explicit(&b->site_calls[i], memory_order_relaxed) +
+                         sum_stripes(b, offsetof(stripe, sites) + (size_t)i * sizeof(uint64_t));
   pthread_mutex_lock(&b->sched_lock);
   out->commands_run = b->order_count;
   out->order_hash = b->order_hash;
@@ -663,7 +671,10 @@ static void *worker_main(void *arg) {
     order_note_locked(b, s, c);
     s->running = 0;
     s->queued--;
-    pthread_cond_broadcast(&b->done_cond);
+    /* Whoever waits on done_cond waits for a stream to drain (stream_sync, stream_destroy) or for
+     * an event: a command in the middle of a stream wakes nobody (one wake-up per drained
+     * stream, not one per command). */
+    if (!s->queued || c->kind == CMD_EVENT) pthread_cond_broadcast(&b->done_cond);
     if (s->head) pthread_cond_signal(&b->work_cond);
     pthread_mutex_unlock(&b->sched_lock);
     free(c);

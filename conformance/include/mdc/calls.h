@@ -32,7 +32,8 @@ extern "C" {
   X(MODEL, "model")                 \
   X(REQUEST, "request")             \
   X(OUTCOME, "outcome")             \
-  X(COLLECTION, "collection")
+  X(COLLECTION, "collection")       \
+  X(POOL, "registered pool")
 
 typedef enum mdc_obj {
 #define MDC_X(e, s) MDC_OBJ_##e,
@@ -44,7 +45,8 @@ typedef enum mdc_obj {
 /* How an argument is written in a trace (docs/trace-format.md). */
 typedef enum mdc_arg_type {
   MDC_T_DEVICE,  /* a device name, or {"literal": 0} (a NULL device) */
-  MDC_T_HANDLE,  /* a handle: the name of any client, prepared model, token or event (so a
+  MDC_T_HANDLE,  /* a handle: the name of any client, prepared model, token, event or registered
+                    pool (so a
                     trace can pass one kind where another goes), {"literal": v} or
                     {"forge": name, "xor": bits} */
   MDC_T_HANDLES, /* an array of handles */
@@ -77,7 +79,9 @@ typedef enum mdc_arg_type {
   X(REQUEST, "request", MDC_T_REQUEST, MDC_OBJ_REQUEST, "name or inline object")                  \
   X(N_SHAPES, "n_shapes", MDC_T_U64, MDC_OBJ_NONE, "default: the request's output count")        \
   X(EVENT, "event", MDC_T_HANDLE, MDC_OBJ_EVENT, "")                                              \
-  X(TIMEOUT_NS, "timeout_ns", MDC_T_U64, MDC_OBJ_NONE, "default: forever")
+  X(TIMEOUT_NS, "timeout_ns", MDC_T_U64, MDC_OBJ_NONE, "default: forever")                       \
+  X(MEMORY, "memory", MDC_T_MEMORY, MDC_OBJ_MEMORY, "memory name")                                \
+  X(POOL, "pool", MDC_T_HANDLE, MDC_OBJ_POOL, "")
 
 typedef enum mdc_arg_id {
 #define MDC_X(e, k, t, o, d) MDC_A_##e,
@@ -109,7 +113,8 @@ typedef enum mdc_expect_id {
   MDC_X_COUNT
 } mdc_expect_id;
 
-/* The calls, in md_driver order. */
+/* The calls, in md_driver order (the SPEC 9 entries last: optional, present when the table's
+ * struct_size reaches past them). */
 #define MDC_CALL_MAP(X)                   \
   X(OPEN_DEVICE, open_device)             \
   X(CLOSE_DEVICE, close_device)           \
@@ -125,7 +130,9 @@ typedef enum mdc_expect_id {
   X(FREE_BUFFER, free_buffer)             \
   X(EXECUTE, execute)                     \
   X(EXECUTE_ASYNC, execute_async)         \
-  X(WAIT_EVENT, wait_event)
+  X(WAIT_EVENT, wait_event)               \
+  X(REGISTER_MEMORY, register_memory)     \
+  X(UNREGISTER_MEMORY, unregister_memory)
 
 typedef enum mdc_call {
 #define MDC_X(e, n) MDC_CALL_##e,
@@ -140,6 +147,9 @@ typedef enum mdc_call {
 /* Call flags. */
 #define MDC_CALL_IN_BLOCK 1u   /* may run inside a concurrent block */
 #define MDC_CALL_CLIENT 2u     /* takes a client (its `client` argument) */
+#define MDC_CALL_V11 4u        /* new in trace format 1.1 */
+#define MDC_CALL_OPTIONAL 8u   /* an optional entry of md_driver (SPEC 9, by struct_size): a trace
+                                  that makes it must require "registered_pools" */
 
 typedef struct mdc_call_arg {
   mdc_arg_id id;

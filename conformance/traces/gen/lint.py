@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Static checks of the hand-written corpus (docs/trace-format.md, v1.0): every non-comment line
+"""Static checks of the hand-written corpus (docs/trace-format.md, 1.0 and 1.1): every non-comment line
 is one JSON object, the header comes first with the required fields, `name` equals the file's
 path under traces/ without .jsonl, names are unique across the corpus, every `as` is new in its
 trace, and every name an event uses was produced earlier (or is a literal/forge).
@@ -8,7 +8,8 @@ import json, os, sys, glob
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEADER_KEYS = {"mdc_trace", "name", "description", "rules", "recorded_on", "requires", "must_pass", "tags"}
-REF_KEYS = ("device", "client", "prepared", "token", "src", "dst", "memory", "event", "model", "request")
+REF_KEYS = ("device", "client", "prepared", "token", "src", "dst", "memory", "event", "model", "request",
+            "pool", "with")
 
 def refs(ev):
     for k in REF_KEYS:
@@ -20,7 +21,7 @@ def refs(ev):
             yield "prepared", p
     if ev.get("op") == "request":
         for p in ev.get("pools", []):
-            for k in ("memory", "token"):
+            for k in ("memory", "token", "registered"):
                 if isinstance(p.get(k), str):
                     yield k, p[k]
     if ev.get("op") == "model":
@@ -29,7 +30,7 @@ def refs(ev):
     for k in ("request", "model"):
         if isinstance(ev.get(k), dict):
             for p in ev[k].get("pools", []):
-                for kk in ("memory", "token"):
+                for kk in ("memory", "token", "registered"):
                     if isinstance(p, dict) and isinstance(p.get(kk), str):
                         yield kk, p[kk]
 
@@ -51,7 +52,7 @@ def lint(path, seen_names):
                 header = ev
                 unknown = set(ev) - HEADER_KEYS
                 if unknown: errs.append(f"{path}:{no}: unknown header keys {unknown}")
-                if ev.get("mdc_trace") != "1.0": errs.append(f"{path}:{no}: mdc_trace != 1.0")
+                if ev.get("mdc_trace") not in ("1.0", "1.1"): errs.append(f"{path}:{no}: mdc_trace is not 1.0 or 1.1")
                 if ev.get("name") != rel: errs.append(f"{path}:{no}: name {ev.get('name')!r} != {rel!r}")
                 if not ev.get("rules"): errs.append(f"{path}:{no}: empty rules")
                 if ev.get("name") in seen_names: errs.append(f"{path}:{no}: duplicate name")

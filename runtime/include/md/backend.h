@@ -130,6 +130,15 @@ typedef struct md_backend_ops {
    * modelled device time of one launch (is_launch) or one copy of `bytes`, in ns, or
    * UINT64_MAX when this device models no time (the runtime then reports measured time). */
   uint64_t (*device_ns)(md_backend *b, int is_launch, uint64_t bytes);
+
+  /* Optional (NULL, or a table whose struct_size ends before them: the backend does nothing for
+   * registered pools). host_register is told that the host range [addr, addr + len), the
+   * mapping of a pool a client registered (SPEC 9), stays mapped until host_unregister(addr):
+   * a GPU backend may page-lock it (hipHostRegister) so that write/read from and to it skip
+   * staging buffers. Its failure is not the client's (the pool is used unpinned): the runtime
+   * then never calls host_unregister for addr. Both may be called from any thread. */
+  md_status (*host_register)(md_backend *b, void *addr, uint64_t len, char *err, size_t errlen);
+  void (*host_unregister)(md_backend *b, void *addr);
 } md_backend_ops;
 
 /* The size of the oldest ops table a registry accepts: every entry up to and including

@@ -90,6 +90,7 @@ typedef struct md_request_arg {       /* one model input or output */
   uint32_t has_no_value; uint32_t pool; uint64_t offset, length;
   uint32_t rank; const uint32_t *dims; /* rank 0: use the model's dims */
 } md_request_arg;
+/* is_token: 0 `memory` is the pool, 1 `token` is a buffer's token, 2 `token` is a registered pool (SPEC 9) */
 typedef struct md_request_pool { uint32_t is_token; md_token token; md_memory memory; } md_request_pool;
 typedef struct md_request {
   uint32_t n_inputs;  const md_request_arg *inputs;
@@ -134,6 +135,9 @@ typedef struct md_driver {
   md_status (*wait_event)(md_device *, md_handle client, md_handle event, uint64_t timeout_ns,
                           md_output_shape *shapes, uint32_t n_shapes, md_timing *timing);
   const char *(*last_error)(md_device *);  /* calling thread's last failure message; never NULL */
+  /* SPEC 9 (optional): present when struct_size reaches past them. */
+  md_status (*register_memory)(md_device *, md_handle client, const md_memory *, md_handle *pool);
+  md_status (*unregister_memory)(md_device *, md_handle client, md_handle pool);
 } md_driver;
 
 /* The one symbol a driver exports: its function table for abi_version, or NULL if it cannot serve it. */

@@ -37,6 +37,11 @@
 
 #include "md/kernel.h"
 
+/* Whether k (as md_kernel_find returned it, or NULL) is a built-in kernel: the runtime's own,
+ * which runs to its end without waiting on anything (a user kernel may block: the runtime never
+ * runs one where a caller expects to return at once). Lock-free. */
+int md__kernel_is_builtin(const md_kernel_def *k);
+
 /* A limit the runtime may pass when it has no better one: 256 MiB of scratch per invocation. */
 #define MD__KCTX_DEFAULT_LIMIT (UINT64_C(256) << 20)
 /* No limit beyond what the allocator gives. */

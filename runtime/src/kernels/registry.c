@@ -273,6 +273,11 @@ const md_kernel_def *md_kernel_find(const char *name, const char *platform) {
   return e ? &e->def : NULL;
 }
 
+/* md_kernel_find returns &entry.def, the entry's first member. */
+int md__kernel_is_builtin(const md_kernel_def *k) {
+  return k && ((const entry *)(const void *)k)->builtin;
+}
+
 /* Thread-safe (writes only *st; NULL st is allowed). Never fails; the message is truncated to
  * MD_KERNEL_MESSAGE_MAX - 1 bytes. */
 md_status md_kernel_fail(md_kernel_status *st, md_status code, const char *fmt, ...) {

@@ -527,14 +527,14 @@ Test(model, pool_mapping_is_held_by_the_model_and_released_by_free) {
   cr_assert_eq(md__model_build(mb_model(&b), "sim", cache, &c), MD_NONE, "%s", md__last_error());
   cr_assert_eq(md__pool_cache_maps(cache), 1u);
   md_scope *scope = c->pools[0].scope;
-  uint32_t held = md_scope_users(scope);
+  uint32_t held = md__mapping_holders(&c->pools[0]);
   cr_assert_geq(held, 1u);
   md__model_free(c);
   /* The cache keeps the mapping; the model's use of it is gone. */
   md__mapping again;
   cr_assert_eq(md__pool_acquire(cache, &b.pools[0], MD__POOL_CONSTANT, "again", NULL, &again), MD_NONE);
   cr_assert_eq(again.scope, scope);
-  cr_assert_eq(md_scope_users(scope), held);
+  cr_assert_eq(md__mapping_holders(&again), held);
   md__mapping_release(&again);
   md__pool_cache_destroy(cache);
   close(fd);
@@ -556,7 +556,7 @@ Test(model, failed_build_releases_acquired_pool_mappings) {
   cr_assert_eq(md__pool_cache_maps(cache), 1u, "the pool was mapped before the kernel failed");
   md__mapping again;
   cr_assert_eq(md__pool_acquire(cache, &b.pools[0], MD__POOL_CONSTANT, "again", NULL, &again), MD_NONE);
-  cr_assert_eq(md_scope_users(again.scope), 1u, "the failed build kept a use of the mapping");
+  cr_assert_eq(md__mapping_holders(&again), 1u, "the failed build kept a use of the mapping");
   md__mapping_release(&again);
   md__pool_cache_destroy(cache);
   close(fd);

@@ -455,7 +455,7 @@ Test(pool_cache, hit_does_not_map_again) {
   cr_expect_eq(md__pool_cache_maps(c), 1);
   cr_expect_eq(md__pool_cache_size(c), 1);
   cr_expect_eq(a.base, b.base);
-  cr_expect_eq(md_scope_users(a.scope), 2);
+  cr_expect_eq(md__mapping_holders(&a), 2);
   md__mapping_release(&a);
   md__mapping_release(&b);
   /* A different fd to the same file and range hits too: the key is the file, not the fd. */
