@@ -282,11 +282,21 @@ md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_han
 
 fail:
   /* SPEC 4: a failed execution leaves every device output of the request uninitialized, also
-   * when it fails before running (the outputs whose tokens were already resolved). */
-  if (req && x->tok && req->outputs && !MD_MUTANT(no_deinit))
+   * when it fails before running: the outputs whose tokens were resolved, and, when it failed
+   * before resolving them (argument counts, the prepared model), every output naming a live
+   * token of this client, looked up quietly (the failure's message stays). */
+  if (req && x->ce && req->outputs && req->pools && !MD_MUTANT(no_deinit))
     for (uint32_t i = 0; i < req->n_outputs; i++) {
       const md_request_arg *a = &req->outputs[i];
-      if (!a->has_no_value && a->pool < x->n_pools && x->tok[a->pool]) md__buffer_uninit(x->tok[a->pool]->obj);
+      if (a->has_no_value || a->pool >= req->n_pools || !req->pools[a->pool].is_token) continue;
+      if (a->pool < x->n_pools && x->tok[a->pool]) {
+        md__buffer_uninit(x->tok[a->pool]->obj);
+        continue;
+      }
+      md__hentry *te = md__handle_get(&d->ht, req->pools[a->pool].token, MD__KIND_BUFFER);
+      if (!te) continue;
+      if (te->owner == client) md__buffer_uninit(te->obj);
+      md__handle_put(&d->ht, te);
     }
   md__exec_free(x);
   return st;
