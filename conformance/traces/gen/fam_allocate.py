@@ -157,14 +157,23 @@ def generate():
                    agree_int))
 
     def agree_quant(t):
+        t.comment("a driver may refuse a model with a quantized operand (SPEC 7): each is prepared only when the "
+                  "one before was, and what follows needs the last")
+        prev = None
         for nm, sc, zp in (("qa", 0.5, 10), ("qs", 0.25, 10), ("qz", 0.5, 11)):
             t.model(nm, quant_model(sc, zp))
-            t.prepare("p_" + nm, nm)
-        refuse(t, ["p_qa", "p_qs"], ins=[r(0, 1), r(1, 1)], n=0)
-        refuse(t, ["p_qa", "p_qz"], ins=[r(0, 1), r(1, 1)], n=1)
-        refuse(t, ["p_qa", "p"], ins=[r(0, 1), r(1, 0)], n=2)
-        refuse(t, ["p_qa", "p"], ins=[r(0, 1)], outs=[r(1, 0)], n=3)
-        t.allocate("same", ["p_qa", "p_qa"], input_roles=[r(0, 1)], expect={"status": ["NONE", "GENERAL_FAILURE"]})
+            e = t.prepare("p_" + nm, nm, expect={"status": ["NONE", "GENERAL_FAILURE"]})
+            if prev:
+                e["when"] = {"produced": prev}
+            prev = "p_" + nm
+        for n, (pm, roles) in enumerate(((["p_qa", "p_qs"], {"ins": [r(0, 1), r(1, 1)]}),
+                                         (["p_qa", "p_qz"], {"ins": [r(0, 1), r(1, 1)]}),
+                                         (["p_qa", "p"], {"ins": [r(0, 1), r(1, 0)]}),
+                                         (["p_qa", "p"], {"ins": [r(0, 1)], "outs": [r(1, 0)]}))):
+            t.allocate("tx%d" % n, pm, input_roles=roles.get("ins", ()), output_roles=roles.get("outs", ()),
+                       when={"produced": "p_qz"}, expect={"status": "INVALID_ARGUMENT"})
+        t.allocate("same", ["p_qa", "p_qa"], input_roles=[r(0, 1)], when={"produced": "p_qz"},
+                   expect={"status": ["NONE", "GENERAL_FAILURE"]})
         t.call("free_buffer", token="same", when={"produced": "same"})
     out.append(one("agree_scale_zero_point", "TENSOR_QUANT8_ASYMM roles (unused inputs of float models) of scale "
                    "0.5 against 0.25, zero point 10 against 11, and a quant8 input against a float input and a float "

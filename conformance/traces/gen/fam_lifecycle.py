@@ -438,6 +438,56 @@ def in_use():
     return out
 
 
+def in_use_queued_constants():
+    """SPEC 6, deterministic: four heavy FULLY_CONNECTED executions keep both of a device's async workers
+    busy, so an execution of a model with device-resident constants is still queued when its prepared model
+    is released; fresh buffers then take the freed memory. It must still compute with its constants."""
+    t = Trace("async", "gen_in_use_release_prepared_queued_constants", "An execution of a model whose second "
+              "operand is a CONSTANT_COPY tensor is queued behind four heavy FULLY_CONNECTED executions; its "
+              "prepared model is released at once and fresh buffers are filled with -7: the execution still "
+              "returns NONE and a + constant, and the handle is dead for new calls", [("6.in_use", "handle")],
+              requires=["memory_domains"])
+    base(t)
+    fc = {"operands": [tensor((64, 1024), "SUBGRAPH_INPUT"), tensor((1024, 1024), "SUBGRAPH_INPUT"),
+                       tensor((1024,), "SUBGRAPH_INPUT"), i32_const(), tensor((64, 1024), "SUBGRAPH_OUTPUT")],
+          "operations": [{"type": "FULLY_CONNECTED", "inputs": [0, 1, 2, 3], "outputs": [4]}],
+          "inputs": [0, 1, 2], "outputs": [4], "operand_values": {"i32": [0]}}
+    t.model("fc", fc)
+    t.prepare("pf", "fc")
+    t.mem("x", 262144, data={"random": {"seed": 1, "type": "f32", "count": 65536, "min": -1, "max": 1}})
+    t.mem("wt", 4194304, data={"random": {"seed": 2, "type": "f32", "count": 1048576, "min": -1, "max": 1}})
+    t.mem("bias", 4096, data=fill(4096, 0))
+    const = {"operands": [tensor((2, 3), "SUBGRAPH_INPUT"),
+                          tensor((2, 3), "CONSTANT_COPY", offset=4, length=24), i32_const(),
+                          tensor((2, 3), "SUBGRAPH_OUTPUT")],
+             "operations": [{"type": "ADD", "inputs": [0, 1, 2], "outputs": [3]}],
+             "inputs": [0], "outputs": [3], "operand_values": f32([0] + F32_ADD_B)}
+    t.model("addc", const)
+    t.prepare("pc", "addc")
+    for i in range(4):
+        t.mem("y%d" % i, 262144)
+        t.call("execute_async", prepared="pf", as_="h%d" % i,
+               request={"inputs": [{"pool": 0, "length": 262144}, {"pool": 1, "length": 4194304},
+                                   {"pool": 2, "length": 4096}], "outputs": [{"pool": 3, "length": 262144}],
+                        "pools": [{"memory": "x"}, {"memory": "wt"}, {"memory": "bias"}, {"memory": "y%d" % i}]})
+    t.mem("oc", 24)
+    rc = {"inputs": [{"pool": 0, "length": 24}], "outputs": [{"pool": 1, "length": 24}],
+          "pools": [{"memory": "a"}, {"memory": "oc"}]}
+    t.call("execute_async", prepared="pc", request=rc, as_="ev")
+    t.call("release_prepared_model", prepared="pc")
+    t.call("execute_async", prepared="pc", request=rc, as_="ev_dead", expect={"status": "INVALID_ARGUMENT"})
+    t.mem("z", 24, data=f32([-7] * 6))
+    for i in range(4):
+        t.allocate("n%d" % i, ["p"], input_roles=[role(0, 0)])
+        t.call("copy_from", token="n%d" % i, src="z")
+    t.call("wait_event", event="ev", expect={"status": "NONE", "shapes": [{"dims": [2, 3]}]})
+    t.check("oc", f32(SUM))
+    for i in range(4):
+        t.call("wait_event", event="h%d" % i, expect={"status": "NONE", "shapes": [{"dims": [64, 1024]}]})
+    t.call("close_client", client="c", expect={"leaks": {"buffers": 4, "prepared_models": 3, "events": 0}})
+    return [t]
+
+
 def dynamic_async_and_dims():
     out = []
     t = Trace("dynamic", "gen_resized_by_async_executions", "A dynamic [0,3] buffer written by asynchronous "
@@ -492,4 +542,4 @@ def dynamic_async_and_dims():
 
 def generate():
     return copy_failures() + execution_failures() + async_events() + fault_plans() + fault_plans_exec() + leaks() + \
-        in_use() + dynamic_async_and_dims()
+        in_use() + in_use_queued_constants() + dynamic_async_and_dims()
