@@ -126,6 +126,7 @@ uint64_t md__buffer_bytes(const md__buffer *b) {
   uint64_t n = !m->st ? 0
                : md__type_is_scalar(m->type) ? md_operand_type_size(m->type)
                                              : md__type_bytes(m->type, m->cur_rank, md__buf_cur_dims(m));
+  if (MD_MUTANT(leak_bytes_capacity)) n = m->st ? m->st->capacity : 0; /* Mutant: the storage's capacity. */
   md__spin_unlock(&m->lock);
   return n;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "mutant.h"
 #include "error.h"
 #include "exec_int.h"
 
@@ -45,7 +46,9 @@ static void *worker_main(void *arg) {
     pthread_mutex_lock(&ev->lock);
     ev->status = st;
     snprintf(ev->message, sizeof ev->message, "%s", st == MD_NONE ? "" : md__last_error());
-    md__exec_results(x, st, ev->shapes, ev->n_shapes, &ev->timing);
+    /* (Mutant async_insufficient_no_shapes: the event keeps shapes of successes only.) */
+    md__exec_results(x, MD_MUTANT(async_insufficient_no_shapes) && st == MD_OUTPUT_INSUFFICIENT_SIZE ? MD_GENERAL_FAILURE : st,
+                     ev->shapes, ev->n_shapes, &ev->timing);
     ev->done = true;
     pthread_cond_broadcast(&ev->cond);
     pthread_mutex_unlock(&ev->lock);
@@ -159,7 +162,8 @@ md_status md__wait_event(md_device *d, md_handle client, md_handle event, uint64
   if (!done) {
     st = md__fail(MD_MISSED_DEADLINE_TRANSIENT, "wait_event: event 0x%016llx: not finished within %llu ns",
                   (unsigned long long)event, (unsigned long long)timeout_ns);
-  } else if (!md__handle_kill(&d->ht, ee, event)) {
+  } else if (!(MD_MUTANT(failed_event_not_consumed) && est != MD_NONE) && /* Mutant: a failure stays to be read again. */
+             !md__handle_kill(&d->ht, ee, event)) {
     /* Another wait consumed it first. */
     if (shapes && n_shapes) memset(shapes, 0, n_shapes * sizeof *shapes);
     if (timing) timing->on_device_ns = timing->in_driver_ns = UINT64_MAX;

@@ -78,6 +78,15 @@ static const char *pool_what(const char *fn, uint32_t i, char *buf, size_t n) {
 
 /* ---- validation ---- */
 
+/* Whether an argument of req names pool i. */
+static bool pool_used(const md_request *req, uint32_t i) {
+  for (uint32_t k = 0; k < req->n_inputs + req->n_outputs; k++) {
+    const md_request_arg *a = k < req->n_inputs ? &req->inputs[k] : &req->outputs[k - req->n_inputs];
+    if (!a->has_no_value && a->pool == i) return true;
+  }
+  return false;
+}
+
 static md_status check_arg(md__exec *x, const char *fn, const md_request_arg *a, uint32_t is_out, uint32_t i,
                            io_arg *out) {
   const md__model *m = x->p->model;
@@ -107,18 +116,21 @@ static md_status check_arg(md__exec *x, const char *fn, const md_request_arg *a,
     md_token t = x->req->pools[a->pool].token;
     out->kind = ARG_TOKEN;
     out->buf = b;
-    if (a->offset || a->length)
+    if ((a->offset || a->length) && !(MD_MUTANT(token_output_offlen_unchecked) && is_out)) /* Mutant: inputs only. */
       return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: token " TOKFMT ": offset %llu and length %llu must be 0", fn, io,
                       i, TOK(t), (unsigned long long)a->offset, (unsigned long long)a->length);
-    if (!md__buffer_has_role(te, x->prepared, is_out, i))
+    /* (Mutant async_role_unchecked: execute_async leaves the role to the worker, which never checks.) */
+    if (!md__buffer_has_role(te, x->prepared, is_out, i) && !(MD_MUTANT(async_role_unchecked) && !strcmp(fn, "execute_async")))
       return md__fail(MD_INVALID_ARGUMENT,
                       "%s: %s %u: token " TOKFMT " was not allocated for this role (prepared model 0x%016llx, %s %u)",
                       fn, io, i, TOK(t), (unsigned long long)x->prepared, io, i);
     /* Inputs combine with what the buffer holds now, outputs with what it may ever hold. */
     uint32_t brank, bdims[MD_MAX_RANK];
     md__spin_lock(&b->lock);
-    brank = is_out ? b->init_rank : b->cur_rank;
-    if (brank) memcpy(bdims, is_out ? md__buf_init_dims(b) : md__buf_cur_dims(b), brank * sizeof *bdims);
+    /* (Mutants output_dims_vs_current / input_dims_vs_initial: the other dims of the buffer.) */
+    bool initial = is_out ? !MD_MUTANT(output_dims_vs_current) : MD_MUTANT(input_dims_vs_initial);
+    brank = initial ? b->init_rank : b->cur_rank;
+    if (brank) memcpy(bdims, initial ? md__buf_init_dims(b) : md__buf_cur_dims(b), brank * sizeof *bdims);
     md__spin_unlock(&b->lock);
     if (md__dims_combine(out->rank, out->dims, brank, bdims, &out->rank, out->dims, &axis))
       return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: token " TOKFMT ": dims %s do not combine with the buffer's %s",
@@ -142,7 +154,8 @@ static md_status check_arg(md__exec *x, const char *fn, const md_request_arg *a,
       return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: pool %u is a non-BLOB hardware buffer: offset and length must be 0",
                       fn, io, i, a->pool);
     out->whole = true;
-  } else if (a->offset > size || a->length > size - a->offset) {
+  } else if ((a->offset > size || a->length > size - a->offset) &&
+             !(MD_MUTANT(output_arg_range_unchecked) && is_out)) { /* Mutant: inputs only. */
     return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: offset %llu + length %llu is past the end of pool %u (%llu bytes)",
                     fn, io, i, (unsigned long long)a->offset, (unsigned long long)a->length, a->pool,
                     (unsigned long long)size);
@@ -154,7 +167,10 @@ static md_status check_arg(md__exec *x, const char *fn, const md_request_arg *a,
                     md__dims_str(out->rank, out->dims, s1, sizeof s1));
   /* SPEC 8.1: a shorter output is OUTPUT_INSUFFICIENT_SIZE, decided at execution; a longer one,
    * and an input of any other length, are INVALID_ARGUMENT. */
-  if (mem->kind != MD_MEM_HARDWARE_BUFFER && known && (is_out ? a->length > bytes : a->length != bytes))
+  /* (Mutants output_/input_length_larger_accepted: a longer argument is taken for one that fits.) */
+  if (mem->kind != MD_MEM_HARDWARE_BUFFER && known &&
+      (is_out ? a->length > bytes && !MD_MUTANT(output_length_larger_accepted)
+              : a->length != bytes && !(MD_MUTANT(input_length_larger_accepted) && a->length > bytes)))
     return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: length %llu != %llu bytes of dims %s", fn, io, i,
                     (unsigned long long)a->length, (unsigned long long)bytes,
                     md__dims_str(out->rank, out->dims, s1, sizeof s1));
@@ -199,8 +215,12 @@ md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_han
   for (uint32_t i = 0; i < x->n_pools && st == MD_NONE; i++) {
     const md_request_pool *rp = &req->pools[i];
     char buf[64];
+    if (rp->is_token && MD_MUTANT(unused_token_unchecked) && !pool_used(req, i)) continue; /* Mutant: not looked up. */
     if (rp->is_token) {
       st = md__owned_get(d, fn, "token", client, rp->token, MD__KIND_BUFFER, &x->tok[i]);
+      if (st == MD_NONE && MD_MUTANT(unused_token_init_checked) && !pool_used(req, i) &&
+          !((md__buffer *)x->tok[i]->obj)->initialized) /* Mutant: an unused token must be initialized. */
+        st = md__fail(MD_GENERAL_FAILURE, "%s: pool %u: token is not initialized", fn, i);
       if (st != MD_NONE) {
         snprintf(buf, sizeof buf, "pool %u: token", i);
         /* Again with the pool named in the message (a token cannot come back to life). */
@@ -214,6 +234,9 @@ md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_han
   }
   /* Arguments: counts, dims, bounds, roles. */
   for (uint32_t i = 0; i < x->n_in && st == MD_NONE; i++) st = check_arg(x, fn, &req->inputs[i], 0, i, &x->in[i]);
+  for (uint32_t i = 0; i < x->n_in && st == MD_NONE && MD_MUTANT(init_checked_before_outputs); i++)
+    if (x->in[i].kind == ARG_TOKEN && !x->in[i].buf->initialized) /* Mutant: before the outputs are checked. */
+      st = md__fail(MD_GENERAL_FAILURE, "%s: input %u: buffer is not initialized", fn, i);
   for (uint32_t i = 0; i < x->n_out && st == MD_NONE; i++) st = check_arg(x, fn, &req->outputs[i], 1, i, &x->out[i]);
   if (st != MD_NONE) goto fail;
 
@@ -248,6 +271,21 @@ md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_han
       continue;
     }
     uint32_t rank, dims[MD_MAX_RANK], axis;
+    if (MD_MUTANT(async_init_deferred) && !strcmp(fn, "execute_async")) {
+      /* Mutant: execute_async reads what the buffer holds and lets the run find it uninitialized. */
+      md__spin_lock(&a->buf->lock);
+      bool ready = a->buf->initialized;
+      a->rd = a->buf->st;
+      if (a->rd) md__ref_get(&a->rd->ref);
+      md__spin_unlock(&a->buf->lock);
+      if (a->rd && !ready) {
+        x->inject_kfail = true;
+        snprintf(x->inject_msg, sizeof x->inject_msg, "input %u: buffer is not initialized", i);
+        continue;
+      }
+      md__storage_put(d, a->rd);
+      a->rd = NULL;
+    }
     st = md__buffer_read_begin(a->buf, &a->rd, &rank, dims);
     if (st != MD_NONE) {
       md__fail_prefix(st, "%s: input %u: token " TOKFMT, fn, i, TOK(req->pools[a->pool].token));
@@ -287,7 +325,8 @@ fail:
    * when it fails before running: the outputs whose tokens were resolved, and, when it failed
    * before resolving them (argument counts, the prepared model), every output naming a live
    * token of this client, looked up quietly (the failure's message stays). */
-  if (req && x->ce && req->outputs && req->pools && !MD_MUTANT(no_deinit))
+  if (req && x->ce && req->outputs && req->pools && !MD_MUTANT(no_deinit) &&
+      !(MD_MUTANT(async_failure_keeps_outputs) && !strcmp(fn, "execute_async"))) /* Mutant: sync only. */
     for (uint32_t i = 0; i < req->n_outputs; i++) {
       const md_request_arg *a = &req->outputs[i];
       if (a->has_no_value || a->pool >= req->n_pools || !req->pools[a->pool].is_token) continue;

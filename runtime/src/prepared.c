@@ -2,6 +2,7 @@
  * model_check.c and model.c, constants uploaded to the device), releasing it, destroying it. */
 #include <stdlib.h>
 
+#include "mutant.h"
 #include "error.h"
 #include "objects_int.h"
 
@@ -84,6 +85,11 @@ md_status md__release_prepared_model(md_device *d, md_handle client, md_handle p
     if (!md__handle_kill(&d->ht, pe, prepared))
       st = md__fail(MD_INVALID_ARGUMENT, "release_prepared_model: prepared model 0x%016llx: was already released",
                     (unsigned long long)prepared);
+    else if (MD_MUTANT(release_frees_constants_in_use)) { /* Mutant: the constants go with the handle. */
+      md__prepared *mp = pe->obj;
+      for (uint32_t i = 0; mp->dev_const && i < mp->model->n_operands; i++)
+        if (mp->dev_const[i]) d->be->free(d->bk, mp->dev_const[i]), mp->dev_const[i] = 0;
+    }
     md__handle_put(&d->ht, pe);
   }
   md__handle_put(&d->ht, ce);
