@@ -7,7 +7,8 @@ set -euo pipefail
 # download, 340 MiB installed, on Debian 12).
 # g++: the HIP kernels are also compiled as C++ for the CPU execution layer (hip_kernels/cpu), so
 # the HIP backend's tests and the corpus with backend=hip run in every make test.
-pkgs=(cmake make gcc g++ pkg-config libcriterion-dev libsqlite3-dev libjansson-dev libsodium-dev libxml2-dev hipcc libamdhip64-dev "$@")
+# python3: the corpus generator and its lint (conformance/traces/gen/, standard library only), run by CTest.
+pkgs=(cmake make gcc g++ pkg-config python3 libcriterion-dev libsqlite3-dev libjansson-dev libsodium-dev libxml2-dev hipcc libamdhip64-dev "$@")
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -131,7 +131,12 @@ void md__buffer_uninit(md__buffer *b) {
 uint64_t md__buffer_bytes(const md__buffer *b) {
   md__buffer *m = (md__buffer *)b;
   md__spin_lock(&m->lock);
-  uint64_t n = m->st ? m->st->capacity : 0;
+  /* SPEC 8.10: at its current size, not the capacity of storage a larger write left behind
+   * (in-place writes keep it); unknown dims never written count 0. */
+  uint64_t n = !m->st ? 0
+               : md__type_is_scalar(m->type) ? md_operand_type_size(m->type)
+                                             : md__type_bytes(m->type, m->cur_rank, md__buf_cur_dims(m));
+  if (MD_MUTANT(leak_bytes_capacity)) n = m->st ? m->st->capacity : 0; /* Mutant: the storage's capacity. */
   md__spin_unlock(&m->lock);
   return n;
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "mutant.h"
 #include "error.h"
 #include "kernels/kernel_ctx.h"
 #include "objects_int.h"
@@ -55,6 +56,7 @@ static md_status open_device(const char *config, md_device **out) {
                        (const uint8_t *)"md-handle-key", 13);
   } else {
     randombytes_buf(key, sizeof key);
+    if (MD_MUTANT(mac_key_shared)) memset(key, 0x5a, sizeof key); /* Mutant: one key for every device. */
   }
   md__htable_init(&d->ht, key, destroy_object, d);
   atomic_fetch_add(&md__kernel_registry_pins, 1);

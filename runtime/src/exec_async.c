@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "mutant.h"
 #include "error.h"
 #include "exec_int.h"
 #include "mutant.h"
@@ -39,6 +40,22 @@ void md__event_destroy(md_device *d, md__event *ev) {
   free(ev);
 }
 
+/* Completes event ev of the finished execution x with its status st (the message is this
+ * thread's last error), wakes its waiters, and frees x (dropping what it held, its reference on
+ * the event included). */
+static void finish_event(md__exec *x, md__event *ev, md_status st) {
+  pthread_mutex_lock(&ev->lock);
+  ev->status = st;
+  snprintf(ev->message, sizeof ev->message, "%s", st == MD_NONE ? "" : md__last_error());
+  /* (Mutant async_insufficient_no_shapes: the event keeps shapes of successes only.) */
+  md__exec_results(x, MD_MUTANT(async_insufficient_no_shapes) && st == MD_OUTPUT_INSUFFICIENT_SIZE ? MD_GENERAL_FAILURE : st,
+                   ev->shapes, ev->n_shapes, &ev->timing);
+  atomic_store_explicit(&ev->done, true, memory_order_release);
+  pthread_cond_broadcast(&ev->cond);
+  pthread_mutex_unlock(&ev->lock);
+  md__exec_free(x);
+}
+
 /* Finishes x (issued earlier, on whatever thread), completes its event with the result and
  * frees x (dropping what it held, its reference on the event included). The thread that calls
  * it took x off the queue, so nobody else touches x. */
@@ -50,15 +67,7 @@ static void complete(md_device *d, md__exec *x) {
   const char *issue_msg = NULL;
   if (!x->issued) md__exec_issue(x, true);
   else if (x->run.st != MD_NONE) issue_msg = ev->message;
-  md_status st = md__exec_finish(x, issue_msg);
-  pthread_mutex_lock(&ev->lock);
-  ev->status = st;
-  snprintf(ev->message, sizeof ev->message, "%s", st == MD_NONE ? "" : md__last_error());
-  md__exec_results(x, st, ev->shapes, ev->n_shapes, &ev->timing);
-  atomic_store_explicit(&ev->done, true, memory_order_release);
-  pthread_cond_broadcast(&ev->cond);
-  pthread_mutex_unlock(&ev->lock);
-  md__exec_free(x);   /* drops the references the execution held, the event's included */
+  finish_event(x, ev, md__exec_finish(x, issue_msg));
   atomic_fetch_sub_explicit(&d->async_queued, 1, memory_order_release);
 }
 
@@ -197,15 +206,7 @@ static void run_inline(md__exec *x, md__event *ev) {
   char saved[MD__ERROR_MAX];
   snprintf(saved, sizeof saved, "%s", md__last_error());
   md__clear_error();
-  md_status st = md__exec_run(x, false);
-  pthread_mutex_lock(&ev->lock);
-  ev->status = st;
-  snprintf(ev->message, sizeof ev->message, "%s", st == MD_NONE ? "" : md__last_error());
-  md__exec_results(x, st, ev->shapes, ev->n_shapes, &ev->timing);
-  atomic_store_explicit(&ev->done, true, memory_order_release);
-  pthread_cond_broadcast(&ev->cond);
-  pthread_mutex_unlock(&ev->lock);
-  md__exec_free(x);
+  finish_event(x, ev, md__exec_run(x, false));
   md__fail(MD_NONE, "%s", saved);
 }
 
@@ -346,7 +347,8 @@ md_status md__wait_event(md_device *d, md_handle client, md_handle event, uint64
     if (MD_MUTANT(timed_out_wait_consumes)) md__handle_kill(&d->ht, ee, event);
     st = md__fail(MD_MISSED_DEADLINE_TRANSIENT, "wait_event: event 0x%016llx: not finished within %llu ns",
                   (unsigned long long)event, (unsigned long long)timeout_ns);
-  } else if (!md__handle_kill(&d->ht, ee, event)) {
+  } else if (!(MD_MUTANT(failed_event_not_consumed) && est != MD_NONE) && /* Mutant: a failure stays to be read again. */
+             !md__handle_kill(&d->ht, ee, event)) {
     /* Another wait consumed it first. */
     if (shapes && n_shapes) memset(shapes, 0, n_shapes * sizeof *shapes);
     if (timing) timing->on_device_ns = timing->in_driver_ns = UINT64_MAX;

@@ -104,6 +104,15 @@ static md_status owned_pool(md__exec *x, const char *fn, uint32_t i, md_handle h
   return st;
 }
 
+/* Whether an argument of req names pool i. */
+static bool pool_used(const md_request *req, uint32_t i) {
+  for (uint32_t k = 0; k < req->n_inputs + req->n_outputs; k++) {
+    const md_request_arg *a = k < req->n_inputs ? &req->inputs[k] : &req->outputs[k - req->n_inputs];
+    if (!a->has_no_value && a->pool == i) return true;
+  }
+  return false;
+}
+
 static md_status check_arg(md__exec *x, const char *fn, const md_request_arg *a, uint32_t is_out, uint32_t i,
                            io_arg *out) {
   const md__model *m = x->p->model;
@@ -133,10 +142,11 @@ static md_status check_arg(md__exec *x, const char *fn, const md_request_arg *a,
     md_token t = x->req->pools[a->pool].token;
     out->kind = ARG_TOKEN;
     out->buf = b;
-    if (a->offset || a->length)
+    if ((a->offset || a->length) && !(MD_MUTANT(token_output_offlen_unchecked) && is_out)) /* Mutant: inputs only. */
       return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: token " TOKFMT ": offset %llu and length %llu must be 0", fn, io,
                       i, TOK(t), (unsigned long long)a->offset, (unsigned long long)a->length);
-    if (!md__buffer_has_role(te, x->prepared, is_out, i))
+    /* (Mutant async_role_unchecked: execute_async leaves the role to the worker, which never checks.) */
+    if (!md__buffer_has_role(te, x->prepared, is_out, i) && !(MD_MUTANT(async_role_unchecked) && !strcmp(fn, "execute_async")))
       return md__fail(MD_INVALID_ARGUMENT,
                       "%s: %s %u: token " TOKFMT " was not allocated for this role (prepared model 0x%016llx, %s %u)",
                       fn, io, i, TOK(t), (unsigned long long)x->prepared, io, i);
@@ -144,7 +154,16 @@ static md_status check_arg(md__exec *x, const char *fn, const md_request_arg *a,
      * read without its lock); inputs with what it holds now, read once with their storage
      * (md__exec_create's snapshot) and combined there, still before any initialization check. */
     if (!is_out) return MD_NONE;
-    if (md__dims_combine(out->rank, out->dims, b->init_rank, md__buf_init_dims(b), &out->rank, out->dims, &axis))
+    uint32_t brank = b->init_rank, cur[MD_MAX_RANK];
+    const uint32_t *bdims = md__buf_init_dims(b);
+    if (MD_MUTANT(output_dims_vs_current)) { /* Mutant: the buffer's current dims. */
+      md__spin_lock(&b->lock);
+      brank = b->cur_rank;
+      if (brank) memcpy(cur, md__buf_cur_dims(b), brank * sizeof *cur);
+      md__spin_unlock(&b->lock);
+      bdims = cur;
+    }
+    if (md__dims_combine(out->rank, out->dims, brank, bdims, &out->rank, out->dims, &axis))
       return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: token " TOKFMT ": dims %s do not combine with the buffer's %s",
                       fn, io, i, TOK(t), md__dims_str(out->rank, out->dims, s1, sizeof s1),
                       md__dims_str(b->init_rank, md__buf_init_dims(b), s2, sizeof s2));
@@ -168,7 +187,8 @@ static md_status check_arg(md__exec *x, const char *fn, const md_request_arg *a,
       return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: pool %u is a non-BLOB hardware buffer: offset and length must be 0",
                       fn, io, i, a->pool);
     out->whole = true;
-  } else if (a->offset > size || a->length > size - a->offset) {
+  } else if ((a->offset > size || a->length > size - a->offset) &&
+             !(MD_MUTANT(output_arg_range_unchecked) && is_out)) { /* Mutant: inputs only. */
     return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: offset %llu + length %llu is past the end of pool %u (%llu bytes)",
                     fn, io, i, (unsigned long long)a->offset, (unsigned long long)a->length, a->pool,
                     (unsigned long long)size);
@@ -178,7 +198,12 @@ static md_status check_arg(md__exec *x, const char *fn, const md_request_arg *a,
   if (!is_out && !known)
     return md__fail(MD_INVALID_ARGUMENT, "%s: input %u: dims %s are not fully known", fn, i,
                     md__dims_str(out->rank, out->dims, s1, sizeof s1));
-  if (mem->kind != MD_MEM_HARDWARE_BUFFER && known && (a->length || !is_out) && a->length != bytes)
+  /* SPEC 8.1: a shorter output is OUTPUT_INSUFFICIENT_SIZE, decided at execution; a longer one,
+   * and an input of any other length, are INVALID_ARGUMENT. */
+  /* (Mutants output_/input_length_larger_accepted: a longer argument is taken for one that fits.) */
+  if (mem->kind != MD_MEM_HARDWARE_BUFFER && known &&
+      (is_out ? a->length > bytes && !MD_MUTANT(output_length_larger_accepted)
+              : a->length != bytes && !(MD_MUTANT(input_length_larger_accepted) && a->length > bytes)))
     return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: length %llu != %llu bytes of dims %s", fn, io, i,
                     (unsigned long long)a->length, (unsigned long long)bytes,
                     md__dims_str(out->rank, out->dims, s1, sizeof s1));
@@ -230,7 +255,11 @@ md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_han
     char buf[64];
     switch (rp->is_token) {
       case 1:
+        if (MD_MUTANT(unused_token_unchecked) && !pool_used(req, i)) break; /* Mutant: not looked up. */
         st = owned_pool(x, fn, i, rp->token, MD__KIND_BUFFER, "token", &x->tok[i]);
+        if (st == MD_NONE && MD_MUTANT(unused_token_init_checked) && !pool_used(req, i) &&
+            !((md__buffer *)x->tok[i].e->obj)->initialized) /* Mutant: an unused token must be initialized. */
+          st = md__fail(MD_GENERAL_FAILURE, "%s: pool %u: token is not initialized", fn, i);
         break;
       case 2:
         st = owned_pool(x, fn, i, rp->token, MD__KIND_POOL, "registered pool", &x->reg[i]);
@@ -246,6 +275,9 @@ md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_han
   }
   /* Arguments: counts, dims, bounds, roles. */
   for (uint32_t i = 0; i < x->n_in && st == MD_NONE; i++) st = check_arg(x, fn, &req->inputs[i], 0, i, &x->in[i]);
+  for (uint32_t i = 0; i < x->n_in && st == MD_NONE && MD_MUTANT(init_checked_before_outputs); i++)
+    if (x->in[i].kind == ARG_TOKEN && !x->in[i].buf->initialized) /* Mutant: before the outputs are checked. */
+      st = md__fail(MD_GENERAL_FAILURE, "%s: input %u: buffer is not initialized", fn, i);
   for (uint32_t i = 0; i < x->n_out && st == MD_NONE; i++) st = check_arg(x, fn, &req->outputs[i], 1, i, &x->out[i]);
   if (st != MD_NONE) goto fail;
 
@@ -285,7 +317,27 @@ md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_han
       continue;
     }
     uint32_t rank, dims[MD_MAX_RANK], axis;
+    if (MD_MUTANT(async_init_deferred) && !strcmp(fn, "execute_async")) {
+      /* Mutant: execute_async reads what the buffer holds and lets the run find it uninitialized. */
+      md__spin_lock(&a->buf->lock);
+      bool ready = a->buf->initialized;
+      a->rd = a->buf->st;
+      if (a->rd) md__ref_get(&a->rd->ref);
+      md__spin_unlock(&a->buf->lock);
+      if (a->rd && !ready) {
+        x->inject_kfail = true;
+        snprintf(x->inject_msg, sizeof x->inject_msg, "input %u: buffer is not initialized", i);
+        rs[i] = MD__READ_OK;
+        continue;
+      }
+      md__storage_put(d, a->rd);
+      a->rd = NULL;
+    }
     rs[i] = md__buffer_read_snapshot(a->buf, &a->rd, &rank, dims);
+    if (MD_MUTANT(input_dims_vs_initial)) { /* Mutant: combined with the buffer's initial dims. */
+      rank = a->buf->init_rank;
+      if (rank) memcpy(dims, md__buf_init_dims(a->buf), rank * sizeof *dims);
+    }
     if (st == MD_NONE && md__dims_combine(a->rank, a->dims, rank, dims, &a->rank, a->dims, &axis)) {
       char s1[64], s2[64];
       st = md__fail(MD_INVALID_ARGUMENT, "%s: input %u: token " TOKFMT ": dims %s do not combine with the buffer's %s",
@@ -348,11 +400,22 @@ md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_han
 
 fail:
   /* SPEC 4: a failed execution leaves every device output of the request uninitialized, also
-   * when it fails before running (the outputs whose tokens were already resolved). */
-  if (req && x->tok && req->outputs && !MD_MUTANT(no_deinit))
+   * when it fails before running: the outputs whose tokens were resolved, and, when it failed
+   * before resolving them (argument counts, the prepared model), every output naming a live
+   * token of this client, looked up quietly (the failure's message stays). */
+  if (req && x->ce.e && req->outputs && req->pools && !MD_MUTANT(no_deinit) &&
+      !(MD_MUTANT(async_failure_keeps_outputs) && !strcmp(fn, "execute_async"))) /* Mutant: sync only. */
     for (uint32_t i = 0; i < req->n_outputs; i++) {
       const md_request_arg *a = &req->outputs[i];
-      if (!a->has_no_value && a->pool < x->n_pools && x->tok[a->pool].e) md__buffer_uninit(x->tok[a->pool].e->obj);
+      if (a->has_no_value || a->pool >= req->n_pools || req->pools[a->pool].is_token != 1) continue;
+      if (a->pool < x->n_pools && x->tok[a->pool].e) {
+        md__buffer_uninit(x->tok[a->pool].e->obj);
+        continue;
+      }
+      md__hentry *te = md__handle_get(&d->ht, req->pools[a->pool].token, MD__KIND_BUFFER);
+      if (!te) continue;
+      if (te->owner == client) md__buffer_uninit(te->obj);
+      md__handle_put(&d->ht, te);
     }
   md__exec_free(x);
   return st;

@@ -140,6 +140,7 @@ static void deinit_device_outputs(md__exec *x, opnd_state *os) {
     }
     if (s->w.st) md__buffer_write_abort(x->d, x->out[i].buf, &s->w);
     else md__buffer_uninit(x->out[i].buf);
+    if (MD_MUTANT(deinit_first_output_only)) break; /* Mutant: the other device outputs keep their state. */
   }
 }
 
@@ -368,6 +369,24 @@ static md_status run_op(md__exec *x, md__exec_ctx *ctx, md_stream *stream, uint3
     uint32_t oi = j < op->n_inputs ? op->inputs[j] : op->outputs[j - op->n_inputs];
     tensor_of(d, &m->operands[oi], &os[oi], &tt[j]);
   }
+  if (MD_MUTANT(sub_first_broadcast_swapped) && !strcmp(op->name, "SUB") && tt[0].bytes < tt[1].bytes) {
+    md_tensor sw = tt[0]; /* Mutant: the broadcast operand goes second, as if SUB commuted. */
+    tt[0] = tt[1];
+    tt[1] = sw;
+  }
+  static const int32_t mut_vals[10] = {-1, 0, 1, 2, 3, 4, 5, 6, 7, 8};
+  if (MD_MUTANT(fused_relu1_relu6_swapped) && tt[2].data &&
+      (!strcmp(op->name, "ADD") || !strcmp(op->name, "SUB") || !strcmp(op->name, "MUL"))) {
+    /* Mutant: ADD/SUB/MUL's fused activation codes 2 and 3 swapped. */
+    int32_t a;
+    memcpy(&a, tt[2].data, sizeof a);
+    if (a == 2 || a == 3) tt[2].data = (void *)&mut_vals[6 - a];
+  }
+  if (MD_MUTANT(concat_negative_axis_off_by_one) && !strcmp(op->name, "CONCATENATION")) {
+    int32_t a; /* Mutant: a negative axis normalized as axis + rank - 1. */
+    memcpy(&a, tt[op->n_inputs - 1].data, sizeof a);
+    if (a < 0 && a + (int32_t)tt[0].rank - 1 >= -1) tt[op->n_inputs - 1].data = (void *)&mut_vals[a + (int32_t)tt[0].rank];
+  }
   md_kernel_ctx kctx_own;
   md_kernel_ctx *kctx = pl ? &pl->kctx : &kctx_own;
   md__kctx_init(kctx, MD__KCTX_DEFAULT_LIMIT);
@@ -526,6 +545,17 @@ md_status md__exec_issue(md__exec *x, bool async) {
         }
       }
     }
+    if (short_out && MD_MUTANT(insufficient_all_flagged))
+      for (uint32_t i = 0; i < x->n_out; i++) x->shapes[i].is_sufficient = 0; /* Mutant: every output. */
+    if (short_out && MD_MUTANT(short_output_overruns))
+      for (uint32_t i = 0; i < x->n_out; i++) { /* Mutant: a short output gets what fits in its pool. */
+        const io_arg *a = &x->out[i];
+        const opnd_state *s = &os[m->outputs[i]];
+        if (a->kind != ARG_POOL || a->whole || x->shapes[i].is_sufficient || s->host) continue;
+        uint64_t n = x->maps[a->pool].size - a->offset < s->bytes ? x->maps[a->pool].size - a->offset : s->bytes;
+        char err[256];
+        d->be->read(d->bk, stream, x->maps[a->pool].base + a->offset, s->dev, s->dev_off, n, err, sizeof err);
+      }
     if (short_out) {
       char msg[MD__ERROR_MAX];
       size_t used = (size_t)snprintf(msg, sizeof msg, "execute: outputs too small:");

@@ -29,6 +29,9 @@ void md__htable_fini(md__htable *t) {
 
 /* The MAC binds the handle to its slot, generation, kind and owner. */
 static uint32_t handle_mac(const md__htable *t, uint32_t slot, uint32_t gen, md__kind kind, uint64_t owner) {
+  if (MD_MUTANT(event_mac_missing) && kind == MD__KIND_EVENT) return 0; /* Mutant: events have no MAC. */
+  if (MD_MUTANT(stale_after_gen_wrap)) gen &= 0xffu;  /* Mutant: only the generation bits the handle shows. */
+  if (MD_MUTANT(mac_ignores_generation)) gen = 0;     /* Mutant: the slot alone. */
   uint8_t msg[20], out[crypto_shorthash_BYTES];
   memcpy(msg, &slot, 4);
   memcpy(msg + 4, &gen, 4);
@@ -333,6 +336,7 @@ void md__htable_foreach(md__htable *t, void (*fn)(md__hentry *e, void *arg), voi
   pthread_mutex_lock(&t->lock);
   uint32_t end = t->next_unused;
   pthread_mutex_unlock(&t->lock);
+  if (MD_MUTANT(close_sweeps_first_chunk) && end > MD__HT_CHUNK) end = MD__HT_CHUNK; /* Mutant: one chunk. */
   for (uint32_t slot = 1; slot < end; slot++) {
     md__hentry *e = slot_entry(t, slot);
     if (!e) continue;

@@ -20,7 +20,8 @@ md_status md__owned_get(md_device *d, const char *fn, const char *what, md_handl
   if (!e)
     return md__fail(MD_INVALID_ARGUMENT, "%s: %s 0x%016llx: %s", fn, what, (unsigned long long)h,
                     md__handle_why(&d->ht, h, kind));
-  if (e->owner != client && !MD_MUTANT(token_unbound)) { /* Mutant: any client's token works. */
+  /* (Mutants: token_unbound, any client's token works; event_unbound, any client's event.) */
+  if (e->owner != client && !MD_MUTANT(token_unbound) && !(MD_MUTANT(event_unbound) && kind == MD__KIND_EVENT)) {
     md__handle_put(&d->ht, e);
     return md__fail(MD_INVALID_ARGUMENT, "%s: %s 0x%016llx: belongs to another client", fn, what,
                     (unsigned long long)h);

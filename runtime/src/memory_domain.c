@@ -16,6 +16,14 @@
 
 static const char *io_name(uint32_t is_output) { return is_output ? "output" : "input"; }
 
+/* Whether a role refers to prepared model `model`. */
+static bool role_names(const md_buffer_role *in, uint32_t n_in, const md_buffer_role *out, uint32_t n_out,
+                       uint32_t model) {
+  for (uint32_t i = 0; i < n_in + n_out; i++)
+    if ((i < n_in ? in[i] : out[i - n_in]).model_index == model) return true;
+  return false;
+}
+
 /* The counts and pointers of an allocate call (before any handle is looked up). */
 static md_status check_args(const md_handle *prepared, uint32_t n_prepared, const md_buffer_role *input_roles,
                             uint32_t n_input_roles, const md_buffer_role *output_roles, uint32_t n_output_roles,
@@ -62,14 +70,17 @@ static md_status fill_roles(const role_args *a, md__buffer *b, uint32_t desc_ran
     if (r->io_index >= n_io)
       return md__fail(MD_INVALID_ARGUMENT, "allocate: %s role %u: io_index %u is out of range (model %u has %u %ss)",
                       io_name(is_out), pos, r->io_index, r->model_index, n_io, io_name(is_out));
-    if (!(r->probability > 0.0f && r->probability <= 1.0f))
+    /* (Mutant prob_nan_accepted: p <= 0 || p > 1, false for NaN; output_role_prob_unchecked: inputs only.) */
+    bool p_bad = MD_MUTANT(prob_nan_accepted) ? r->probability <= 0.0f || r->probability > 1.0f
+                                              : !(r->probability > 0.0f && r->probability <= 1.0f);
+    if (p_bad && !(MD_MUTANT(output_role_prob_unchecked) && is_out))
       return md__fail(MD_INVALID_ARGUMENT, "allocate: %s role %u: probability %g is not in (0, 1]",
                       io_name(is_out), pos, (double)r->probability);
     md__role *role = &b->roles[i];
     role->prepared = a->prepared[r->model_index];
     role->is_output = is_out;
     role->index = r->io_index;
-    for (uint32_t j = 0; j < i; j++) {
+    for (uint32_t j = 0; j < i && !(MD_MUTANT(duplicate_output_roles_unchecked) && is_out); j++) { /* Mutant: inputs. */
       md__role *o = &b->roles[j];
       if (o->prepared == role->prepared && o->is_output == is_out && o->index == role->index) {
         uint32_t opos = o->is_output ? j - a->n_input_roles : j;
@@ -82,7 +93,10 @@ static md_status fill_roles(const role_args *a, md__buffer *b, uint32_t desc_ran
     const md__operand *op = &m->operands[opnd];
     if (!*first) {
       *first = op;
-    } else if (op->type != (*first)->type || op->scale != (*first)->scale || op->zero_point != (*first)->zero_point) {
+    } else if ((op->type != (*first)->type || (op->scale != (*first)->scale && !MD_MUTANT(scale_not_compared)) ||
+                op->zero_point != (*first)->zero_point) &&
+               !(MD_MUTANT(agree_across_directions_unchecked) && is_out != (a->n_input_roles == 0))) {
+      /* (Mutants: scale_not_compared; agree_across_directions_unchecked compares only roles of the first's direction.) */
       return md__fail(MD_INVALID_ARGUMENT,
                       "allocate: %s role %u (model %u, %s %u): operand type %d scale %g zero point %d disagrees "
                       "with the first role's type %d scale %g zero point %d",
@@ -112,9 +126,11 @@ static md_status fill_roles(const role_args *a, md__buffer *b, uint32_t desc_ran
 static md_status buffer_storage(md_device *d, md__buffer *b, uint32_t rank, const uint32_t *dims) {
   uint64_t bytes = md__type_is_scalar(b->type) ? md_operand_type_size(b->type) : md__type_bytes(b->type, rank, dims);
   if (bytes == UINT64_MAX || (bytes && bytes > d->info.mem_total))
-    return md__fail(MD_RESOURCE_EXHAUSTED_PERSISTENT, "allocate: %llu bytes exceed the device's %llu bytes",
+    return md__fail(MD_MUTANT(mem_limit_always_transient) ? MD_RESOURCE_EXHAUSTED_TRANSIENT /* Mutant */
+                                                          : MD_RESOURCE_EXHAUSTED_PERSISTENT,
+                    "allocate: %llu bytes exceed the device's %llu bytes",
                     (unsigned long long)bytes, (unsigned long long)d->info.mem_total);
-  md_status st = md__fault_point(d, MD_FAULT_ALLOCATE, "allocate");
+  md_status st = MD_MUTANT(fault_counts_refused_calls) ? MD_NONE : md__fault_point(d, MD_FAULT_ALLOCATE, "allocate");
   if (st != MD_NONE || !bytes) return st;
   st = d->be->alloc(d->bk, bytes, &b->first.mem);
   if (st != MD_NONE) return md__fail(st, "allocate: cannot allocate %llu bytes of device memory", (unsigned long long)bytes);
@@ -131,6 +147,10 @@ md_status md__allocate(md_device *d, md_handle client, const md_buffer_desc *des
   md__hentry *ce;
   md_status st = md__client_get(d, "allocate", client, &ce);
   if (st != MD_NONE) return st;
+  if (MD_MUTANT(fault_counts_refused_calls) && (st = md__fault_point(d, MD_FAULT_ALLOCATE, "allocate")) != MD_NONE) {
+    md__handle_put(&d->ht, ce); /* Mutant: the fault point comes before the argument checks. */
+    return st;
+  }
 
   md__hentry **pes = NULL;
   md__buffer *b = NULL;
@@ -145,6 +165,10 @@ md_status md__allocate(md_device *d, md_handle client, const md_buffer_desc *des
     goto out;
   }
   for (; n_got < n_prepared; n_got++) {
+    if (MD_MUTANT(unreferenced_prepared_unchecked) && !role_names(input_roles, n_input_roles, output_roles, n_output_roles, n_got)) {
+      pes[n_got] = NULL; /* Mutant: a prepared model no role refers to is not looked up. */
+      continue;
+    }
     char what[48];
     snprintf(what, sizeof what, "prepared model %u", n_got);
     st = md__owned_get(d, "allocate", what, client, prepared[n_got], MD__KIND_PREPARED, &pes[n_got]);
@@ -165,6 +189,10 @@ md_status md__allocate(md_device *d, md_handle client, const md_buffer_desc *des
   const role_args ra = {prepared, pes, n_prepared, input_roles, output_roles, n_input_roles, n_output_roles};
   if ((st = fill_roles(&ra, b, desc_rank, &first, &rank, dims)) != MD_NONE) goto out;
 
+  if (MD_MUTANT(nonfloat_alloc_invalid) && first->type != MD_TENSOR_FLOAT32) { /* Mutant: unsupported = invalid. */
+    st = md__fail(MD_INVALID_ARGUMENT, "allocate: type %d is not supported", first->type);
+    goto out;
+  }
   b->type = first->type;
   b->scale = first->scale;
   b->zero_point = first->zero_point;
@@ -198,7 +226,8 @@ out:
     if (b->st) md__storage_put(d, b->st);
     free(b);
   }
-  for (uint32_t i = 0; i < n_got; i++) md__handle_put(&d->ht, pes[i]);
+  for (uint32_t i = 0; i < n_got; i++)
+    if (pes[i]) md__handle_put(&d->ht, pes[i]);
   free(pes);
   md__handle_put(&d->ht, ce);
   return st;
@@ -233,7 +262,10 @@ md_status md__copy_from(md_device *d, md_handle client, md_token token, const md
     st = md__fail(MD_INVALID_ARGUMENT, "copy_from: token " TOKFMT ": src is NULL", TOK(token));
     goto fail;
   }
-  if ((st = md__pool_validate(src, MD__POOL_COPY, "copy_from: src", &plan)) != MD_NONE) goto fail;
+  if ((st = md__pool_validate(src, MD__POOL_COPY, "copy_from: src", &plan)) != MD_NONE) {
+    if (MD_MUTANT(copy_from_bad_pool_keeps_init)) goto done; /* Mutant: the buffer is left as it was. */
+    goto fail;
+  }
   if (!(src->prot & PROT_READ)) {
     st = md__fail(MD_INVALID_ARGUMENT, "copy_from: src: pool is not readable (prot %u)", src->prot);
     goto fail;
@@ -295,6 +327,12 @@ fail:
   /* SPEC 3: any failure of copy_from leaves the buffer uninitialized. */
   if (w.st) md__buffer_write_abort(d, b, &w);
   else md__buffer_uninit(b);
+  if (MD_MUTANT(copy_from_failure_resets_dims)) { /* Mutant: back to the initial dims. */
+    md__spin_lock(&b->lock);
+    b->cur_rank = b->init_rank;
+    if (b->init_rank) memcpy(md__buf_cur_dims(b), md__buf_init_dims(b), b->init_rank * sizeof(uint32_t));
+    md__spin_unlock(&b->lock);
+  }
 done:
   if (map.scope) md__mapping_release(&map);
   md__handle_put(&d->ht, be);
@@ -325,8 +363,9 @@ md_status md__copy_to(md_device *d, md_handle client, md_token token, const md_m
 
   md__spin_lock(&b->lock);
   bool scalar = md__type_is_scalar(b->type);
-  uint32_t rank = b->cur_rank, dims[MD_MAX_RANK];
-  if (rank) memcpy(dims, md__buf_cur_dims(b), rank * sizeof *dims);
+  bool init_dims = MD_MUTANT(copy_to_size_initial_dims); /* Mutant: the initial dims, not the current ones. */
+  uint32_t rank = init_dims ? b->init_rank : b->cur_rank, dims[MD_MAX_RANK];
+  if (rank) memcpy(dims, init_dims ? md__buf_init_dims(b) : md__buf_cur_dims(b), rank * sizeof *dims);
   bool known = scalar || md__dims_known(rank, dims);
   uint64_t bytes = scalar ? md_operand_type_size(b->type) : md__type_bytes(b->type, rank, dims);
   md__spin_unlock(&b->lock);
@@ -376,6 +415,11 @@ done:
 
 md_status md__free_buffer(md_device *d, md_handle client, md_token token) {
   md__hentry *ce, *be;
+  if (MD_MUTANT(foreign_free_kills)) { /* Mutant: the token dies before its owner is checked. */
+    md__hentry *fe = md__handle_get(&d->ht, token, MD__KIND_BUFFER);
+    if (fe && fe->owner != client) md__handle_kill(&d->ht, fe, token);
+    if (fe) md__handle_put(&d->ht, fe);
+  }
   md_status st = client_and_token(d, "free_buffer", client, token, &ce, &be);
   if (st != MD_NONE) return st;
   /* The token dies now; the memory goes when the last call or execution using it ends. */

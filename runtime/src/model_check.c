@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "mutant.h"
 #include "error.h"
 #include "md/status.h"
 #include "model.h"
@@ -113,6 +114,7 @@ static md_status check_pools(const md_model *m, uint64_t *pool_size) {
     md_status st = md__pool_validate(&m->pools[p], MD__POOL_CONSTANT, what, &plan);
     if (st != MD_NONE) return st;
     pool_size[p] = plan.logical;
+    if (MD_MUTANT(constant_range_vs_file)) pool_size[p] = (uint64_t)plan.st.st_size; /* Mutant: the file's size. */
     /* The driver reads constants out of the mapping; a write-only mapping cannot serve. */
     if (!(m->pools[p].prot & PROT_READ))
       return md__fail(MD_INVALID_ARGUMENT, "%s: prot 0x%x lacks PROT_READ (constants are read)",

@@ -50,6 +50,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "mutant.h"
 #include "error.h"
 #include "refcount.h"
 #include "scope_int.h"
@@ -209,7 +210,9 @@ static md_status check(const md_memory *m, md__pool_use use, const char *what, p
                     use_name(use));
   if (m->fd < 0) return md__fail(MD_INVALID_ARGUMENT, "%s: fd %d is negative", what, m->fd);
   if (fstat(m->fd, &p->st) != 0) {
-    if (errno == EBADF) return md__fail(MD_INVALID_ARGUMENT, "%s: fd %d is not open", what, m->fd);
+    /* (Mutant copy_closed_fd_general_failure: the copy paths report any fstat error as a system error.) */
+    if (errno == EBADF && !(MD_MUTANT(copy_closed_fd_general_failure) && use == MD__POOL_COPY))
+      return md__fail(MD_INVALID_ARGUMENT, "%s: fd %d is not open", what, m->fd);
     return md__fail(MD_GENERAL_FAILURE, "%s: cannot stat fd %d: %s", what, m->fd, strerror(errno));
   }
   if (m->prot == 0)

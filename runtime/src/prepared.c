@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mutant.h"
 #include "error.h"
 #include "kernels/kernel_ctx.h"
 #include "objects_int.h"
@@ -91,6 +92,11 @@ md_status md__release_prepared_model(md_device *d, md_handle client, md_handle p
     if (!md__handle_kill(&d->ht, pe, prepared))
       st = md__fail(MD_INVALID_ARGUMENT, "release_prepared_model: prepared model 0x%016llx: was already released",
                     (unsigned long long)prepared);
+    else if (MD_MUTANT(release_frees_constants_in_use)) { /* Mutant: the constants go with the handle. */
+      md__prepared *mp = pe->obj;
+      for (uint32_t i = 0; mp->dev_const && i < mp->model->n_operands; i++)
+        if (mp->dev_const[i]) d->be->free(d->bk, mp->dev_const[i]), mp->dev_const[i] = 0;
+    }
     md__handle_put(&d->ht, pe);
   }
   md__handle_put(&d->ht, ce);

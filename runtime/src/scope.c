@@ -37,6 +37,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "mutant.h"
 #include "error.h"
 #include "refcount.h"
 
@@ -192,7 +193,7 @@ md_status md__scope_map(md_scope *s, int fd, uint64_t offset, uint64_t length, u
     munmap(p, len);
     return st;
   }
-  *addr = (uint8_t *)p + delta;
+  *addr = (uint8_t *)p + (MD_MUTANT(map_page_delta_dropped) ? 0 : delta); /* Mutant: the page's start. */
   return MD_NONE;
 }
 
