@@ -3,11 +3,14 @@ BUILD        ?= build
 BUILD_ASAN   ?= build-asan
 BUILD_TSAN   ?= build-tsan
 BUILD_BENCH  ?= build-bench
+BUILD_FUZZ   ?= build-fuzz
+BUILD_CMPLOG ?= build-fuzz-cmplog
+BUILD_LIBFUZZER ?= build-libfuzzer
 JOBS         ?= $(shell nproc)
 CMAKE_FLAGS  ?=
 CTEST_FLAGS  ?= --output-on-failure -j $(JOBS)
 
-.PHONY: all deps build run test test-main test-asan test-tsan build-bench bench clean
+.PHONY: all deps build run test test-main test-asan test-tsan build-bench bench fuzz-build clean
 
 all: build
 
@@ -58,5 +61,20 @@ build-bench: deps
 bench: build-bench
 	$(BUILD_BENCH)/bench/md_bench
 
+# The fuzz targets (docs/fuzzing.md), after the main build (mdc and md_fuzz_replay live there):
+# AFL++ persistent shared-memory mode with ASan+UBSan ($(BUILD_FUZZ)), the CMPLOG build a
+# secondary instance uses ($(BUILD_CMPLOG)), and libFuzzer with ASan+UBSan ($(BUILD_LIBFUZZER)).
+# Installs afl++ and clang with apt when they are missing.
+FUZZ_FLAGS = -DMD_BUILD_FUZZ=ON -DMD_BUILD_TESTS=OFF -DMD_BUILD_BENCH=OFF -DMD_HIP=off
+fuzz-build: build
+	@scripts/deps.sh afl++ clang
+	$(call configure,$(BUILD_FUZZ),-DCMAKE_C_COMPILER=afl-clang-fast $(FUZZ_FLAGS) -DMD_SANITIZE=address,undefined)
+	AFL_QUIET=1 cmake --build $(BUILD_FUZZ) -j $(JOBS) --target md_fuzz_targets
+	$(call configure,$(BUILD_CMPLOG),-DCMAKE_C_COMPILER=afl-clang-fast $(FUZZ_FLAGS))
+	AFL_QUIET=1 AFL_LLVM_CMPLOG=1 cmake --build $(BUILD_CMPLOG) -j $(JOBS) --target md_fuzz_targets
+	$(call configure,$(BUILD_LIBFUZZER),-DCMAKE_C_COMPILER=clang $(FUZZ_FLAGS) -DMD_SANITIZE=address,undefined -DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link)
+	cmake --build $(BUILD_LIBFUZZER) -j $(JOBS) --target md_fuzz_targets
+	@echo "fuzz-build: AFL++ targets in $(BUILD_FUZZ)/fuzz, CMPLOG in $(BUILD_CMPLOG)/fuzz, libFuzzer in $(BUILD_LIBFUZZER)/fuzz"
+
 clean:
-	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_TSAN) $(BUILD_BENCH)
+	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_TSAN) $(BUILD_BENCH) $(BUILD_FUZZ) $(BUILD_CMPLOG) $(BUILD_LIBFUZZER)

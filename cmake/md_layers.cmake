@@ -30,6 +30,7 @@ set(MD_LAYER_LINKS
   "mdc_store|"
   "mdc_cli_core|md_headers"
   "mdc_record|md_headers,md_loader,md_config,mdc_calls"
+  "mdc_fuzz|md_headers,mdc_calls,mdc_engine,md_config"
   "md_wl_common|md_driver,md_loader,md_config,md_headers"
   "md_tsan_runner|"
 )
@@ -50,6 +51,7 @@ set(MD_LAYER_INCLUDES
   "conformance/engine|conformance/include,runtime/include"
   "conformance/record|conformance/include,runtime/include"
   "conformance/mdc|conformance/include,reports/include,runtime/include"
+  "fuzz|conformance/include,runtime/include"
   "reports|reports/include"
   "reports/include/mdc|reports/include"
   "examples|runtime/include"
