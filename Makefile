@@ -10,7 +10,7 @@ JOBS         ?= $(shell nproc)
 CMAKE_FLAGS  ?=
 CTEST_FLAGS  ?= --output-on-failure -j $(JOBS)
 
-.PHONY: all deps build run test test-main test-asan test-tsan build-bench bench fuzz-build clean
+.PHONY: all deps build run test test-main test-asan test-tsan build-bench test-browser bench fuzz-build clean
 
 all: build
 
@@ -32,10 +32,18 @@ build: deps
 	cmake --build $(BUILD) -j $(JOBS)
 
 # The main job: replay the conformance corpus on the simulator, log every result to
-# results/mdc.db and print the summary (exit status non-zero on anything unexpected).
+# results/mdc.db, print the summary, then write the run's report to results/report/ (page,
+# PR summary, JUnit) and print the path of its index.html. The exit status is replay's (non-zero
+# on anything unexpected), or the report's when that fails.
 RESULTS_DB   ?= results/mdc.db
+REPORT_DIR   ?= results/report
+MDC          = $(BUILD)/conformance/mdc/mdc
 run: build
-	$(BUILD)/conformance/mdc/mdc replay --config backend=sim --db $(RESULTS_DB) conformance/traces
+	@rc=0; \
+	export MDC_REVISION="$${MDC_REVISION:-$$(git describe --always --dirty 2>/dev/null || echo unknown)}"; \
+	$(MDC) replay --config backend=sim --db $(RESULTS_DB) conformance/traces || rc=$$?; \
+	if [ $$rc -le 1 ]; then $(MDC) report --db $(RESULTS_DB) --out $(REPORT_DIR) || rc=$$?; fi; \
+	exit $$rc
 
 test: test-main test-asan test-tsan build-bench
 	@echo "make test: all suites passed"
@@ -52,6 +60,11 @@ test-tsan: deps
 	$(call configure,$(BUILD_TSAN),-DCMAKE_BUILD_TYPE=Debug -DMD_SANITIZE=thread -DMD_BUILD_BENCH=OFF)
 	cmake --build $(BUILD_TSAN) -j $(JOBS)
 	cd $(BUILD_TSAN) && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest $(CTEST_FLAGS) -L concurrency
+
+# Opt-in (installs Debian's chromium): a report opened in headless Chromium, its first screen
+# checked (not blank, run header and totals on it); screenshots in results/browser/.
+test-browser:
+	BUILD=$(BUILD) JOBS=$(JOBS) scripts/test_browser.sh
 
 # The benchmark configuration (Release, -Werror) is built by `make test` too, so it cannot rot.
 build-bench: deps

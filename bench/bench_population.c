@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "bench.h"
-#include "runtime_int.h"
+#include "objects_int.h"
 
 #define POP_CAP (1u << 20)
 #define POP_SEQ (1u << 16)

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 
 #include "bench.h"
-#include "runtime_int.h"
+#include "objects_int.h"
 
 #define BATCH 4096u
 

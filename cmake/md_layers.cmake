@@ -24,15 +24,21 @@ set(MD_LAYER_LINKS
   "md_hip|md_headers,md_kernels,md_kernels_shared"
   "md_refdriver|md_runtime,md_sim,md_hip,md_runtime_private"
   "md_driver|md_headers,md_hip"
+  "md_mutants_objs|md_headers,md_kernels,md_config,md_sim,md_runtime_private"
+  "md_driver_mutants|md_headers"
   "md_loader|md_headers"
   "mdc_calls|md_headers"
   "mdc_engine|md_headers,md_driver,md_config,mdc_calls,md_loader"
   "mdc_store|"
-  "mdc_cli_core|md_headers"
+  "mdc_svg|"
+  "mdc_report|mdc_store,mdc_svg"
+  "mdc_fixture|mdc_store"
+  "mdc_cli_core|md_headers,mdc_store"
   "mdc_record|md_headers,md_loader,md_config,mdc_calls"
   "mdc_fuzz|md_headers,mdc_calls,mdc_engine,md_config"
   "md_wl_common|md_driver,md_loader,md_config,md_headers"
   "md_tsan_runner|"
+  "md_driver_skeleton|md_headers"
 )
 
 # folder (sources of one library; not its tests/)|include roots besides the folder itself, comma-separated
@@ -55,7 +61,12 @@ set(MD_LAYER_INCLUDES
   "reports|reports/include"
   "reports/include/mdc|reports/include"
   "examples|runtime/include"
+  "examples/driver_skeleton|runtime/include"
 )
+
+# Headers generated into a build folder (not in the source tree): an include of one is allowed
+# where its generator's folder is (runtime/CMakeLists.txt writes mutants_gen.h for runtime/src).
+set(MD_LAYER_GENERATED "runtime/src|mutants_gen.h" "runtime/driver|mutants_gen.h")
 
 # Project targets among a target's link libraries (generator expressions and imported or
 # external libraries left out).

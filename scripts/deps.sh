@@ -5,7 +5,7 @@ set -euo pipefail
 # hipcc + libamdhip64-dev: the HIP compiler for AMD (Debian's ROCm 5.2.3 on clang-15), so the build
 # compiles every HIP kernel for AMD (hip_compile_check) even without a GPU (about 63 MiB to
 # download, 340 MiB installed, on Debian 12).
-pkgs=(cmake make gcc pkg-config libcriterion-dev libsqlite3-dev libjansson-dev libsodium-dev hipcc libamdhip64-dev "$@")
+pkgs=(cmake make gcc pkg-config libcriterion-dev libsqlite3-dev libjansson-dev libsodium-dev libxml2-dev hipcc libamdhip64-dev "$@")
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -142,9 +142,13 @@ int mdc__op_check(mdc__run *r, mdc__where *w, json_t *ev, int in_block, uint32_t
   if (op.event && (op.event->flags & MDC__EV_V11) && r->hdr.minor < 1)
     return mdc__terr(w, "'%s' needs trace format 1.1 (the header says 1.%d)", op.name, r->hdr.minor);
   if (mdc__outcome_fields_check(r, w, ev, &op)) return -1;
-  /* A trace that allocates needs memory domains: it says so, so a driver without them gets
-   * NotSupported for it instead of a Fail at its first allocate. */
-  if (op.call && op.call->produces == MDC_OBJ_TOKEN && !requires_has(r, "memory_domains"))
+  mdc__expect e;
+  if (mdc__expect_parse(w, op.call, ev, r->strict, &e)) return -1;
+  /* A trace that allocates (an allocate that may succeed) needs memory domains: it says so, so a
+   * driver without them gets NotSupported for it instead of a Fail at its first allocate. An
+   * allocate that must fail (a bad handle, bad roles) is validation any driver does. */
+  if (op.call && op.call->produces == MDC_OBJ_TOKEN && mdc__expect_allows(&e, MD_NONE) &&
+      !requires_has(r, "memory_domains"))
     return mdc__terr(w, "the trace allocates driver-managed buffers: its header's `requires` must list \"memory_domains\"");
   unsigned in_block_ok = op.call ? op.call->flags & MDC_CALL_IN_BLOCK : op.event->flags & MDC__EV_IN_BLOCK;
   if (in_block) {
@@ -154,8 +158,6 @@ int mdc__op_check(mdc__run *r, mdc__where *w, json_t *ev, int in_block, uint32_t
   } else if (json_object_get(ev, "lane")) {
     return mdc__terr(w, "'lane' outside a concurrent block");
   }
-  mdc__expect e;
-  if (mdc__expect_parse(w, op.call, ev, r->strict, &e)) return -1;
   *out = op;
   return 0;
 }

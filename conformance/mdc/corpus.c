@@ -10,19 +10,11 @@
 
 #include "mdc_int.h"
 
-static const char *const status_names[] = {
-#define X(e, n, u) n,
-    MDC_STATUS_MAP(X)
-#undef X
-};
-static const int status_unexpected[] = {
-#define X(e, n, u) u,
-    MDC_STATUS_MAP(X)
-#undef X
-};
-
-const char *mdc_cli__status_name(mdc_status s) { return s < MDC_S_COUNT ? status_names[s] : "?"; }
-int mdc_cli__status_unexpected(mdc_status s) { return s < MDC_S_COUNT ? status_unexpected[s] : 1; }
+const char *mdc_cli__status_name(mdc_status s) {
+  const char *n = mdc_store_status_name((mdc_case_status)s);
+  return n ? n : "?";
+}
+int mdc_cli__status_unexpected(mdc_status s) { return mdc_store_status_unexpected((mdc_case_status)s); }
 
 /* A trace found, with its file's identity: two paths to one file (links, a folder given twice,
  * a symlinked folder) are one trace. */

@@ -1,9 +1,10 @@
-/* mdc.c - the `mdc` command: replay, record, mutants, db merge (docs/mdc-cli.md). */
+/* mdc.c - the `mdc` command: replay, record, mutants, report, db merge (docs/mdc-cli.md). */
 #include <stdio.h>
 #include <string.h>
 
 #include "mdc/store.h"
 #include "mdc_int.h"
+#include "paths.h"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -11,8 +12,11 @@ static void usage(FILE *f) {
           "  replay [options] PATH...          replay traces against a driver, each in its own process\n"
           "  record --out FILE [...] -- PROG   record a workload's driver calls as a trace\n"
           "  mutants [options]                 build the reference driver's mutants, print the kill matrix\n"
+          "  results [--run UUID|latest]       a stored run's verdicts on the terminal (or --json)\n"
+          "  report [options] --out DIR        the results store as a page, a PR summary and JUnit\n"
+          "  report --compare RUN_A RUN_B      what changed between two runs (exit 1: regressed)\n"
           "  db merge OUT IN...                merge results stores (idempotent)\n"
-          "  --version                         mdc's version, trace format, results schema and driver ABI\n\n"
+          "  --version                         mdc's version, trace format, results schema, driver ABI, its files\n\n"
           "exit status: 0 success, 1 unexpected results, 2 bad usage or input, 3 results store error\n");
 }
 
@@ -64,6 +68,8 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
     printf("mdc %s (trace format %d.%d, results schema %d, driver ABI %u)\n", MDC_VERSION, MDC_TRACE_MAJOR,
            MDC_TRACE_MINOR, MDC_STORE_SCHEMA_VERSION, (unsigned)MD_DRIVER_ABI_VERSION);
+    /* Where an installed mdc found its own files (paths.c), so a broken install is visible. */
+    printf("reference driver: %s\nrecorder: %s\n", mdc_cli__reference_driver_path(), mdc_cli__recorder_path());
     return MDC_EXIT_OK;
   }
   /* Whatever a driver under test forks comes back to mdc if it leaves its case's process group,
@@ -72,7 +78,9 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "replay")) return mdc_cli__cmd_replay(argc - 1, argv + 1);
   if (!strcmp(cmd, "record")) return mdc_cli__cmd_record(argc - 1, argv + 1);
   if (!strcmp(cmd, "mutants")) return mdc_cli__cmd_mutants(argc - 1, argv + 1);
+  if (!strcmp(cmd, "report")) return mdc_cli__cmd_report(argc - 1, argv + 1);
   if (!strcmp(cmd, "db")) return cmd_db(argc - 1, argv + 1);
+  if (!strcmp(cmd, "results")) return mdc_cli__cmd_results(argc - 1, argv + 1);
   fprintf(stderr, "mdc: unknown command '%s'\n", cmd);
   usage(stderr);
   return MDC_EXIT_USAGE;

@@ -5,7 +5,9 @@
  *   corpus.c      : trace discovery, shard hashing, baseline files, option values
  *   replay.c      : `mdc replay`: cases in forked children, the store, summary and JSON
  *   record_cmd.c  : `mdc record`: a workload run through the recording driver
- *   mutants.c     : `mdc mutants`: build each mutant, replay the corpus, the kill matrix */
+ *   mutants.c     : `mdc mutants`: build each mutant, replay the corpus, the kill matrix (stored)
+ *   report_cmd.c  : `mdc report`: the page, PR summary and JUnit, or two runs compared
+ *   results_cmd.c : `mdc results`: a stored run's verdicts on the terminal */
 #ifndef MDC_CLI_INT_H
 #define MDC_CLI_INT_H
 
@@ -14,27 +16,18 @@
 #include <sys/types.h>
 
 #include "mdc/engine.h"
+#include "mdc/store.h"
 
 /* Exit codes of every command (docs/mdc-cli.md). */
 enum { MDC_EXIT_OK = 0, MDC_EXIT_UNEXPECTED = 1, MDC_EXIT_USAGE = 2, MDC_EXIT_STORE = 3 };
 
-/* X(enum, name, unexpected): the one table of case statuses. */
-#define MDC_STATUS_MAP(X)                        \
-  X(MDC_S_PASS, "Pass", 0)                       \
-  X(MDC_S_FAIL, "Fail", 1)                       \
-  X(MDC_S_CRASH, "Crash", 1)                     \
-  X(MDC_S_TIMEOUT, "Timeout", 1)                 \
-  X(MDC_S_NOT_SUPPORTED, "NotSupported", 0)      \
-  X(MDC_S_TRACE_ERROR, "TraceError", 1)          \
-  X(MDC_S_EXPECTED_FAIL, "ExpectedFail", 0)      \
-  X(MDC_S_UNEXPECTED_PASS, "UnexpectedPass", 1)  \
-  X(MDC_S_FLAKE, "Flake", 0)
-
+/* The case statuses: the results store's one table (MDC_STORE_STATUS_MAP: name, and whether a
+ * case ending so makes the run fail), under the harness's names. Running never ends a case. */
 typedef enum mdc_status {
-#define X(e, n, u) e,
-  MDC_STATUS_MAP(X)
+#define X(e, n, u) MDC_S_##e = MDC_CS_##e,
+  MDC_STORE_STATUS_MAP(X)
 #undef X
-  MDC_S_COUNT
+  MDC_S_COUNT = MDC_CS_COUNT
 } mdc_status;
 
 const char *mdc_cli__status_name(mdc_status s);
@@ -144,12 +137,15 @@ typedef struct mdc_cli__replay_opts {
 
 typedef struct mdc_cli__case {
   char *path;
+  char *rules;             /* the trace header's rules ("; "-joined), NULL when none */
   char name[128];
   mdc_status status;
   mdc_result res;          /* the engine's result (message etc.), or what the parent made up */
   double duration_s;
   int64_t case_id;
   int attempts;
+  int finished;            /* its status is final */
+  int must_pass;           /* the header's must_pass (a failure of a trace that is not: Warn) */
 } mdc_cli__case;
 
 typedef struct mdc_cli__run {
@@ -158,12 +154,16 @@ typedef struct mdc_cli__run {
   uint32_t count[MDC_S_COUNT];
   uint32_t unexpected;
   double duration_s;
+  int interrupted_by;      /* the signal (SIGINT, SIGTERM) that stopped the run early, or 0; the
+                              caller raises it again when it has closed what it holds */
+  size_t stopped_running;  /* cases killed by the stop (left Running in the store) */
   char uuid[37];
   char driver_name[64], driver_version[64], backend[32], device[64];
 } mdc_cli__run;
 
 /* Runs the replay described by o (output as o->json / o->quiet say) and fills *run. Returns the
- * exit code (MDC_EXIT_*). Free *run with mdc_cli__run_free. */
+ * exit code (MDC_EXIT_*). Free *run with mdc_cli__run_free. Stopped by SIGINT/SIGTERM, it keeps
+ * only the finished cases in *run, sets run->interrupted_by and returns MDC_EXIT_UNEXPECTED. */
 int mdc_cli__replay(const mdc_cli__replay_opts *o, mdc_cli__run *run);
 void mdc_cli__run_free(mdc_cli__run *run);
 
@@ -172,5 +172,7 @@ void mdc_cli__run_free(mdc_cli__run *run);
 int mdc_cli__cmd_replay(int argc, char **argv);
 int mdc_cli__cmd_record(int argc, char **argv);
 int mdc_cli__cmd_mutants(int argc, char **argv);
+int mdc_cli__cmd_report(int argc, char **argv);
+int mdc_cli__cmd_results(int argc, char **argv);
 
 #endif

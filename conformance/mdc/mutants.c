@@ -1,17 +1,21 @@
-/* mutants.c - `mdc mutants`: builds every mutant of the reference driver listed in
- * conformance/mutants/mutants.txt (each breaks one rule; -DMD_MUTANT=NAME), replays the corpus
- * against each, and prints which traces killed it. A trace kills a mutant when it is Pass on the
- * reference driver and neither Pass nor NotSupported on the mutant. */
+/* mutants.c - `mdc mutants`: builds the reference driver's mutants build (md_driver_mutants: every
+ * mutant of conformance/mutants/mutants.txt compiled in, the one named by $MD_MUTANT runs; each
+ * breaks one rule), replays the corpus against each mutant, and prints which traces killed it. A trace kills a mutant when it is Pass on the
+ * reference driver and neither Pass nor NotSupported on the mutant. The matrix is recorded in the
+ * results store as a run of kind `mutants`, one case per mutant (docs/results-schema.md). */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "mdc/store.h"
 #include "mdc_int.h"
 
 typedef struct mutant {
@@ -25,20 +29,26 @@ typedef struct mutant {
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: mdc mutants [--json] [--corpus DIR] [--build-root DIR] [--list FILE] [--only NAME]\n"
-          "                   [--jobs N] [--timeout S]\n"
-          "Builds each mutant of the reference driver (cmake -DMD_MUTANT=NAME, target md_driver, in\n"
-          "BUILD-ROOT/NAME, incrementally once configured there; a library put there by hand is used\n"
-          "as it is), replays the corpus against it and prints the kill matrix: the traces that pass\n"
-          "on the reference driver and fail on the mutant.\n\n"
+          "usage: mdc mutants [--json] [--corpus DIR] [--driver SO] [--list FILE] [--only NAME]\n"
+          "                   [--jobs N] [--timeout S] [--db FILE | --no-db]\n"
+          "Builds the mutants build of the reference driver (target md_driver_mutants of mdc's own\n"
+          "build, incrementally: every mutant compiled in, the one named by MD_MUTANT runs), replays\n"
+          "the corpus against each mutant and prints the kill matrix: the traces that pass on the\n"
+          "reference driver and fail on the mutant.\n\n"
           "  --corpus DIR      traces to replay (default %s/conformance/traces)\n"
-          "  --build-root DIR  where mutants are built (default %s/build-mutants)\n"
+          "  --driver SO       a driver that runs the mutant $MD_MUTANT names, instead of building one\n"
+          "                    (default %s)\n"
           "  --list FILE       the mutant list (default %s/conformance/mutants/mutants.txt)\n"
           "  --only NAME       just this mutant (repeatable)\n"
           "  --jobs N, --timeout S   as for mdc replay\n"
+          "  --db FILE         results store for the matrix (default results/mdc.db): a run of kind\n"
+          "                    mutants, one case per mutant (Pass killed, Fail survived, TraceError\n"
+          "                    not built), details {killed_by: [...]}\n"
+          "  --no-db           record nothing\n"
           "  --json            one JSON object on stdout: {mutants: [{name, killed, killed_by}], killed}\n\n"
-          "exit status: 0 every mutant killed, 1 a mutant survived or did not build, 2 bad usage\n",
-          MDC_REPO_ROOT, MDC_REPO_ROOT, MDC_REPO_ROOT);
+          "exit status: 0 every mutant killed, 1 a mutant survived or did not build, 2 bad usage,\n"
+          "3 results store error\n",
+          MDC_REPO_ROOT, MD_DRIVER_MUTANTS_SO, MDC_REPO_ROOT);
 }
 
 static int load_list(const char *path, mutant **out, size_t *n) {
@@ -91,30 +101,17 @@ static int run_logged(char *const argv[], const char *log) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-static int build(const char *root, mutant *m, char *so, size_t solen, int quiet) {
-  char dir[4096], log[4200], def[128];
-  snprintf(dir, sizeof dir, "%s/%s", root, m->name);
-  snprintf(so, solen, "%s/runtime/libmd_driver.so", dir);
-  char cache[4200];
-  snprintf(cache, sizeof cache, "%s/CMakeCache.txt", dir);
-  /* Configured before: an incremental build, so a mutant is never older than the sources it
-   * mutates (up to date, it costs a second). A library placed there without a build is used. */
-  int configured = access(cache, R_OK) == 0;
-  if (!configured && access(so, R_OK) == 0) return 0; /* supplied ready-made, not ours to build */
-  if (mdc_cli__mkdir_parent(so) != 0) {
-    snprintf(m->error, sizeof m->error, "cannot create %.300s: %s", dir, strerror(errno));
-    return -1;
-  }
-  snprintf(log, sizeof log, "%s/build.log", dir);
-  snprintf(def, sizeof def, "-DMD_MUTANT=%s", m->name);
-  if (!quiet) fprintf(stderr, "mdc mutants: building %s (log: %s)\n", m->name, log);
-  char *conf[] = {(char *)"cmake", (char *)"-S", (char *)MDC_REPO_ROOT, (char *)"-B", dir, def,
-                  (char *)"-DMD_BUILD_TESTS=OFF", (char *)"-DMD_BUILD_BENCH=OFF",
-                  (char *)"-DCMAKE_BUILD_TYPE=Release", NULL};
-  char *bld[] = {(char *)"cmake", (char *)"--build", dir, (char *)"--target", (char *)"md_driver",
-                 (char *)"-j", (char *)"2", NULL};
-  if ((!configured && run_logged(conf, log) != 0) || run_logged(bld, log) != 0 || access(so, R_OK) != 0) {
-    snprintf(m->error, sizeof m->error, "build failed, see %.400s", log);
+/* Brings mdc's own build's md_driver_mutants up to date (an incremental build: a second when
+ * nothing changed), so no mutant is older than the sources it mutates. 0, or -1 with a message
+ * in err naming the log. */
+static int build_mutants(char *err, size_t errlen, int quiet) {
+  char log[4200];
+  snprintf(log, sizeof log, "%s/mutants-build.log", MDC_BUILD_DIR);
+  if (!quiet) fprintf(stderr, "mdc mutants: building md_driver_mutants (log: %s)\n", log);
+  char *bld[] = {(char *)"cmake", (char *)"--build", (char *)MDC_BUILD_DIR, (char *)"--target",
+                 (char *)"md_driver_mutants", (char *)"-j", (char *)"2", NULL};
+  if (run_logged(bld, log) != 0 || access(MD_DRIVER_MUTANTS_SO, R_OK) != 0) {
+    snprintf(err, errlen, "the mutants build failed, see %.400s", log);
     return -1;
   }
   return 0;
@@ -123,11 +120,14 @@ static int build(const char *root, mutant *m, char *so, size_t solen, int quiet)
 int mdc_cli__cmd_mutants(int argc, char **argv) {
   static const struct option opts[] = {
       {"json", no_argument, 0, 'J'},          {"corpus", required_argument, 0, 'c'},
-      {"build-root", required_argument, 0, 'b'}, {"list", required_argument, 0, 'l'},
+      {"driver", required_argument, 0, 'D'}, {"list", required_argument, 0, 'l'},
       {"only", required_argument, 0, 'o'},    {"jobs", required_argument, 0, 'j'},
       {"timeout", required_argument, 0, 't'}, {"help", no_argument, 0, 'h'},
+      {"db", required_argument, 0, 'd'},      {"no-db", no_argument, 0, 'n'},
       {0, 0, 0, 0}};
-  const char *corpus = MDC_REPO_ROOT "/conformance/traces", *root = MDC_REPO_ROOT "/build-mutants";
+  const char *db = "results/mdc.db";
+  int no_db = 0;
+  const char *corpus = MDC_REPO_ROOT "/conformance/traces", *mutants_so = NULL;
   const char *list = MDC_REPO_ROOT "/conformance/mutants/mutants.txt";
   const char *only[64];
   size_t n_only = 0;
@@ -142,8 +142,10 @@ int mdc_cli__cmd_mutants(int argc, char **argv) {
     switch (c) {
       case 'J': json = 1; break;
       case 'c': corpus = optarg; break;
-      case 'b': root = optarg; break;
+      case 'D': mutants_so = optarg; break;
       case 'l': list = optarg; break;
+      case 'd': db = optarg; break;
+      case 'n': no_db = 1; break;
       case 'o':
         if (n_only < 64) only[n_only++] = optarg;
         break;
@@ -197,47 +199,137 @@ int mdc_cli__cmd_mutants(int argc, char **argv) {
   /* The reference run: only traces that pass there can kill a mutant. */
   mdc_cli__run ref;
   int rc = mdc_cli__replay(&o, &ref);
+  if (ref.interrupted_by) {
+    int sig = ref.interrupted_by;
+    mdc_cli__run_free(&ref);
+    free(ms);
+    fflush(NULL);
+    signal(sig, SIG_DFL);
+    raise(sig);
+  }
   if (rc == MDC_EXIT_USAGE || rc == MDC_EXIT_STORE) {
     free(ms);
     return rc;
   }
+  /* One build holds every mutant (unless --driver names a driver that already does). */
+  char build_err[512] = "";
+  const char *so = mutants_so ? mutants_so : MD_DRIVER_MUTANTS_SO;
+  int built = mutants_so || build_mutants(build_err, sizeof build_err, json) == 0;
+  /* The matrix's run: one case per mutant, committed Running before it is replayed, so a killed
+   * `mdc mutants` leaves the mutant it was on marked. */
+  mdc_store *store = NULL;
+  int64_t run_id = -1;
+  int store_failed = 0;
+  char run_uuid[37] = "";
+  if (!no_db) {
+    char err[1024];
+    mdc_run_info ri = {.kind = "mutants", .driver_name = ref.driver_name, .driver_version = ref.driver_version,
+                       .driver_path = "(reference, mutated)", .backend = ref.backend, .device = ref.device,
+                       .config = o.config, .shard_count = 1};
+    if ((strcmp(db, ":memory:") != 0 && mdc_cli__mkdir_parent(db) != 0) ||
+        mdc_store_open(db, &store, err, sizeof err) != 0 || mdc_store_run_begin(store, &ri, &run_id, run_uuid) != 0) {
+      fprintf(stderr, "mdc mutants: results store: %s\n", store ? mdc_store_error(store) : err[0] ? err : db);
+      mdc_store_close(store);
+      mdc_cli__run_free(&ref);
+      free(ms);
+      return MDC_EXIT_STORE;
+    }
+  }
   uint32_t killed = 0, considered = 0;
-  for (size_t i = 0; i < n; i++) {
+  int stopped = 0;
+  for (size_t i = 0; i < n && !stopped; i++) {
     mutant *m = &ms[i];
     int wanted = n_only == 0;
     for (size_t k = 0; k < n_only; k++) wanted |= strcmp(only[k], m->name) == 0;
     if (!wanted) continue;
     considered++;
-    char so[4300];
-    if (build(root, m, so, sizeof so, json) != 0) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int64_t case_id = -1;
+    char case_name[96];
+    snprintf(case_name, sizeof case_name, "mutants/%s", m->name);
+    if (store && !store_failed && mdc_store_case_begin(store, run_id, case_name, list, &case_id) != 0) {
+      fprintf(stderr, "mdc mutants: results store: %s (recording stops)\n", mdc_store_error(store));
+      store_failed = 1;
+    }
+    if (!built) {
+      snprintf(m->error, sizeof m->error, "%s", build_err);
       fprintf(stderr, "mdc mutants: %s: %s\n", m->name, m->error);
-      continue;
+    } else {
+      m->built = 1;
+      mdc_cli__replay_opts mo = o;
+      mo.driver = so;
+      mdc_cli__run run;
+      /* The replay's children inherit it: the mutants driver runs this mutant. */
+      setenv("MD_MUTANT", m->name, 1);
+      int mrc = mdc_cli__replay(&mo, &run);
+      unsetenv("MD_MUTANT");
+      if (run.interrupted_by) {
+        /* Stopped on a signal: this mutant's case stays Running, the run is interrupted. */
+        stopped = run.interrupted_by;
+        mdc_cli__run_free(&run);
+        break;
+      }
+      if (mrc == MDC_EXIT_USAGE) {
+        snprintf(m->error, sizeof m->error, "replay against %.400s with MD_MUTANT=%s failed to start", so, m->name);
+      } else {
+        m->killed_by = calloc(run.n ? run.n : 1, sizeof *m->killed_by);
+        for (size_t k = 0; k < run.n && k < ref.n && m->killed_by; k++) {
+          const mdc_cli__case *rc_ = &ref.cases[k], *mc = &run.cases[k];
+          if (strcmp(rc_->path, mc->path) != 0) continue; /* same sorted corpus: same order */
+          if (rc_->status == MDC_S_PASS && mc->status != MDC_S_PASS && mc->status != MDC_S_NOT_SUPPORTED)
+            m->killed_by[m->n_killed_by++] = strdup(mc->name);
+        }
+        m->killed = m->n_killed_by > 0;
+        killed += (uint32_t)m->killed;
+        mdc_cli__run_free(&run);
+      }
     }
-    m->built = 1;
-    mdc_cli__replay_opts mo = o;
-    mo.driver = so;
-    mdc_cli__run run;
-    int mrc = mdc_cli__replay(&mo, &run);
-    if (mrc == MDC_EXIT_USAGE) {
-      snprintf(m->error, sizeof m->error, "replay against %.400s failed to start", so);
-      continue;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (store && !store_failed && case_id >= 0) {
+      /* details: {"killed_by": [...], "description": "..."} */
+      json_t *by = json_array();
+      for (size_t k = 0; k < m->n_killed_by; k++) json_array_append_new(by, json_string(m->killed_by[k]));
+      json_t *d = json_pack("{s:o,s:s}", "killed_by", by, "description", m->desc);
+      char *details = d ? json_dumps(d, JSON_COMPACT) : NULL;
+      json_decref(d);
+      mdc_case_result res = {
+        .status = m->killed ? "Pass" : m->error[0] ? "TraceError" : "Fail",
+        .duration_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9,
+        .message = m->killed ? NULL : m->error[0] ? m->error : "survived: no trace of the corpus failed on it",
+        .rule = m->desc, .details = details};
+      if (mdc_store_case_finish(store, case_id, &res) != 0) {
+        fprintf(stderr, "mdc mutants: results store: %s (recording stops)\n", mdc_store_error(store));
+        store_failed = 1;
+      }
+      free(details);
     }
-    m->killed_by = calloc(run.n ? run.n : 1, sizeof *m->killed_by);
-    for (size_t k = 0; k < run.n && k < ref.n; k++) {
-      const mdc_cli__case *rc_ = &ref.cases[k], *mc = &run.cases[k];
-      if (strcmp(rc_->path, mc->path) != 0) continue; /* same sorted corpus: same order */
-      if (rc_->status == MDC_S_PASS && mc->status != MDC_S_PASS && mc->status != MDC_S_NOT_SUPPORTED)
-        m->killed_by[m->n_killed_by++] = strdup(mc->name);
-    }
-    m->killed = m->n_killed_by > 0;
-    killed += (uint32_t)m->killed;
-    mdc_cli__run_free(&run);
     if (!json) {
-      printf("  %-24s %s", m->name, m->killed ? "killed by" : "SURVIVED");
+      printf("  %-24s %s", m->name, m->killed ? "killed by" : m->error[0] ? "NOT BUILT" : "SURVIVED");
       for (size_t k = 0; k < m->n_killed_by; k++) printf(" %s", m->killed_by[k]);
       printf("\n");
       fflush(stdout);
     }
+  }
+  if (stopped) considered--; /* the mutant it was on did not finish */
+  mdc_run_summary sum = {considered, killed, considered - killed, 0, 0, considered - killed, stopped != 0};
+  if (store && !store_failed && mdc_store_run_finish(store, run_id, &sum) != 0) {
+    fprintf(stderr, "mdc mutants: results store: %s\n", mdc_store_error(store));
+    store_failed = 1;
+  }
+  mdc_store_close(store);
+  if (stopped) {
+    mdc_cli__run_free(&ref);
+    for (size_t i = 0; i < n; i++) {
+      for (size_t k = 0; k < ms[i].n_killed_by; k++) free(ms[i].killed_by[k]);
+      free(ms[i].killed_by);
+    }
+    free(ms);
+    fprintf(stderr, "mdc mutants: stopped by SIG%s; the matrix so far is in the store, marked interrupted\n",
+            sigabbrev_np(stopped) ? sigabbrev_np(stopped) : "?");
+    fflush(NULL);
+    signal(stopped, SIG_DFL);
+    raise(stopped);
   }
   mdc_cli__run_free(&ref);
   if (json) {
@@ -255,17 +347,21 @@ int mdc_cli__cmd_mutants(int argc, char **argv) {
       json_array_append_new(arr, j);
     }
     json_t *j = json_pack("{s:o,s:i,s:i}", "mutants", arr, "killed", (int)killed, "mutants_total", (int)considered);
+    json_object_set_new(j, "db", !no_db ? json_string(db) : json_null());
+    json_object_set_new(j, "run_uuid", run_uuid[0] && !store_failed ? json_string(run_uuid) : json_null());
     char *s = json_dumps(j, JSON_INDENT(2));
     json_decref(j);
     if (s) puts(s);
     free(s);
   } else {
     printf("mdc mutants: %u of %u killed\n", killed, considered);
+    if (run_uuid[0] && !store_failed) printf("  recorded in %s (run %s)\n", db, run_uuid);
   }
   for (size_t i = 0; i < n; i++) {
     for (size_t k = 0; k < ms[i].n_killed_by; k++) free(ms[i].killed_by[k]);
     free(ms[i].killed_by);
   }
   free(ms);
+  if (store_failed) return MDC_EXIT_STORE;
   return killed == considered ? MDC_EXIT_OK : MDC_EXIT_UNEXPECTED;
 }

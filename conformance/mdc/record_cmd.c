@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "mdc_int.h"
+#include "paths.h"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -29,7 +30,7 @@ static void usage(FILE *f) {
 
 static const char *record_lib(void) {
   const char *e = getenv("MDC_RECORD_LIB");
-  return e && *e ? e : MDC_RECORD_SO;
+  return e && *e ? e : mdc_cli__recorder_path();
 }
 
 int mdc_cli__cmd_record(int argc, char **argv) {
@@ -67,7 +68,7 @@ int mdc_cli__cmd_record(int argc, char **argv) {
     return MDC_EXIT_USAGE;
   }
   char real[PATH_MAX];
-  const char *drv = driver ? driver : MD_DRIVER_SO;
+  const char *drv = driver ? driver : mdc_cli__reference_driver_path();
   if (!realpath(drv, real)) {
     fprintf(stderr, "mdc record: driver '%s': %s\n", drv, strerror(errno));
     return MDC_EXIT_USAGE;

@@ -3,7 +3,9 @@
  * that crashes or hangs costs only that case. The parent runs up to --jobs children, enforces
  * the per-case deadline with poll() on the children's pipes (the timeout of poll is the nearest
  * deadline: no sleeping), writes every case to the results store before it runs and after it
- * ends, applies the baseline and the flake re-run, and prints progress, a summary and JSON. */
+ * ends, applies the baseline and the flake re-run, and prints progress, a summary and JSON.
+ * SIGINT or SIGTERM stops the run: the running cases are killed and stay Running, the run is
+ * marked interrupted, and the signal is raised again once the store is closed. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -26,6 +28,11 @@
 #include "md/config.h"
 #include "md/status.h"
 #include "mdc_int.h"
+
+/* The signal that asked the run to stop (0: none). Set by the handler, read by the loop. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop(int sig) { stop_signal = sig; }
 
 /* ---- the driver probe: load the driver and ask its capabilities, in a child ---------------- */
 
@@ -226,6 +233,10 @@ static void summary(FILE *f, const mdc_cli__replay_opts *o, const mdc_cli__run *
       fprintf(f, "  %s: %s\n", name, msg);
     }
   }
+  if (run->interrupted_by)
+    fprintf(f, "\nINTERRUPTED by SIG%s: %zu running case%s killed and left Running in the store; cases not "
+               "started are not counted\n", sigabbrev_np(run->interrupted_by) ? sigabbrev_np(run->interrupted_by) : "?",
+            run->stopped_running, run->stopped_running == 1 ? "" : "s");
   fprintf(f, "\n%s: %u unexpected\n", run->unexpected ? "FAILED" : "OK", run->unexpected);
 }
 
@@ -246,11 +257,11 @@ static void print_json(const mdc_cli__replay_opts *o, const mdc_cli__run *run, i
   }
   const uint32_t *k = run->count;
   json_t *j = json_pack(
-      "{s:I,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:f,s:o,s:o,s:s,s:s,s:s,s:s,s:o}", "cases",
+      "{s:I,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:f,s:o,s:o,s:s,s:s,s:s,s:s,s:o}", "cases",
       (json_int_t)run->n, "passed", (int)k[MDC_S_PASS], "failed", (int)k[MDC_S_FAIL], "crashed",
       (int)k[MDC_S_CRASH], "timed_out", (int)k[MDC_S_TIMEOUT], "unexpected", (int)run->unexpected,
       "not_supported", (int)k[MDC_S_NOT_SUPPORTED], "trace_errors", (int)k[MDC_S_TRACE_ERROR],
-      "flaky", (int)k[MDC_S_FLAKE], "expected_fail", (int)k[MDC_S_EXPECTED_FAIL], "unexpected_pass",
+      "flaky", (int)k[MDC_S_FLAKE], "warned", (int)k[MDC_S_WARN], "expected_fail", (int)k[MDC_S_EXPECTED_FAIL], "unexpected_pass",
       (int)k[MDC_S_UNEXPECTED_PASS], "duration_s", run->duration_s, "db",
       o->db ? json_string(o->db) : json_null(), "run_uuid",
       o->db && store_ok && run->uuid[0] ? json_string(run->uuid) : json_null(), "driver",
@@ -276,8 +287,36 @@ static void print_json(const mdc_cli__replay_opts *o, const mdc_cli__run *run, i
 
 static void set_status(mdc_cli__run *run, mdc_cli__case *c, mdc_status s) {
   c->status = s;
+  c->finished = 1;
   run->count[s]++;
   if (mdc_cli__status_unexpected(s)) run->unexpected++;
+}
+
+/* A trace that is not must-pass pins a decision SPEC leaves open (the reference driver's): its
+ * failure is reported as Warn, not unexpected. */
+static mdc_status not_must_pass(const mdc_cli__case *c, mdc_status st) {
+  return st == MDC_S_FAIL && !c->must_pass ? MDC_S_WARN : st;
+}
+
+/* Completes a case's store row with its final status and every column of its result; a store
+ * that fails stops the run (*store_ok = 0), keeping what was written. 1 when written. */
+static int store_case(mdc_store *store, int *store_ok, const mdc_cli__case *c, mdc_status final,
+                      const char *who, int tty) {
+  if (!store || !*store_ok || c->case_id < 0) return 0;
+  const mdc_result *r = &c->res;
+  mdc_case_result cr = {.status = mdc_cli__status_name(final), .duration_s = c->duration_s,
+                        .line = r->line, .message = r->message,
+                        .expected = r->expected[0] ? r->expected : NULL,
+                        .actual = r->actual[0] ? r->actual : NULL,
+                        .event = r->event[0] ? r->event : NULL,
+                        .rule = r->rule[0] ? r->rule : c->rules,
+                        .driver_message = r->driver_message[0] ? r->driver_message : NULL,
+                        .advisory = r->advisory[0] ? r->advisory : NULL};
+  if (mdc_store_case_finish(store, c->case_id, &cr) == 0) return 1;
+  fprintf(stderr, "%s%s: %s (stopping; results written so far are kept)\n", tty ? "\n" : "", who,
+          mdc_store_error(store));
+  *store_ok = 0;
+  return 0;
 }
 
 int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
@@ -322,13 +361,16 @@ int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
     mdc_trace_header h;
     char herr[256];
     const char *name = paths.v[i];
-    if (mdc_trace_read_header(paths.v[i], &h, herr, sizeof herr) == 0 && h.name[0]) name = h.name;
+    int header_ok = mdc_trace_read_header(paths.v[i], &h, herr, sizeof herr) == 0;
+    if (header_ok && h.name[0]) name = h.name;
     if (o->shard_n > 1 && mdc_cli__shard_of(name, o->shard_n) != o->shard_i) {
       free(paths.v[i]);
       continue;
     }
     mdc_cli__case *c = &run->cases[run->n++];
     c->path = paths.v[i];
+    c->rules = header_ok && h.rules[0] ? strdup(h.rules) : NULL;
+    c->must_pass = !header_ok || h.must_pass;
     snprintf(c->name, sizeof c->name, "%s", name);
     c->case_id = -1;
   }
@@ -422,9 +464,34 @@ int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
   int active = 0, tty = !o->quiet && isatty(STDERR_FILENO);
   mdc_result *first = calloc(run->n ? run->n : 1, sizeof *first); /* first attempt's result */
   mdc_status *first_status = calloc(run->n ? run->n : 1, sizeof *first_status);
-  if (!first || !first_status) exit(MDC_EXIT_USAGE);
+  char *has_first = calloc(run->n ? run->n : 1, 1);
+  if (!first || !first_status || !has_first) exit(MDC_EXIT_USAGE);
 
+  /* SIGINT/SIGTERM: stop starting cases, kill the running ones (their rows stay Running), mark
+   * the run interrupted. No SA_RESTART, so poll() returns at once with EINTR. */
+  struct sigaction stop_act = {.sa_handler = on_stop}, old_int, old_term;
+  sigemptyset(&stop_act.sa_mask);
+  stop_signal = 0;
+  sigaction(SIGINT, &stop_act, &old_int);
+  sigaction(SIGTERM, &stop_act, &old_term);
   while (active > 0 || (qhead < qtail && store_ok)) {
+    if (stop_signal) {
+      /* Stop: kill what runs (a first attempt killed has no verdict: it stays Running, the case
+       * the signal interrupted); a failure waiting for, or in, its re-run keeps its first
+       * result, which is written: no verdict mdc has is lost. */
+      for (int i = 0; i < active; i++) mdc_cli__child_end(&slots[i].ch, NULL, 0);
+      active = 0;
+      for (size_t ci = 0; ci < run->n; ci++) {
+        mdc_cli__case *c = &run->cases[ci];
+        if (c->finished || !has_first[ci]) continue;
+        c->res = first[ci];
+        mdc_status final = not_must_pass(c, first_status[ci]);
+        set_status(run, c, final);
+        done++;
+        store_case(store, &store_ok, c, final, who, tty);
+      }
+      break;
+    }
     while (active < jobs && qhead < qtail && store_ok) {
       size_t ci = queue[qhead++];
       mdc_cli__case *c = &run->cases[ci];
@@ -461,6 +528,7 @@ int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
       fprintf(stderr, "%s: poll: %s\n", who, strerror(errno));
       exit(MDC_EXIT_USAGE);
     }
+    if (stop_signal) continue; /* a child the same signal ended is not a Crash: it was stopped */
     double t = mdc_cli__now();
     for (int i = 0; i < active;) {
       slot *s = &slots[i];
@@ -478,6 +546,7 @@ int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
       if (c->attempts == 1) {
         first[s->ci] = res;
         first_status[s->ci] = st;
+        has_first[s->ci] = 1;
         if (!listed && o->rerun_failures && (st == MDC_S_FAIL || st == MDC_S_CRASH) && store_ok) {
           queue[qtail++] = s->ci; /* one re-run: a pass then makes it a Flake */
           finished = 0;
@@ -504,37 +573,37 @@ int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
             final = MDC_S_EXPECTED_FAIL;
           }
         }
+        final = not_must_pass(c, final);
         set_status(run, c, final);
         done++;
-        if (store && store_ok && c->case_id >= 0 &&
-            mdc_store_case_end(store, c->case_id, mdc_cli__status_name(final), c->duration_s, c->res.line,
-                               c->res.message, c->res.expected[0] ? c->res.expected : NULL,
-                               c->res.actual[0] ? c->res.actual : NULL)) {
-          fprintf(stderr, "%s%s: %s (stopping; results written so far are kept)\n",
-                  tty ? "\n" : "", who, mdc_store_error(store));
-          store_ok = 0;
-        }
+        store_case(store, &store_ok, c, final, who, tty);
         progress(run, done, c->name, tty);
       }
       slots[i] = slots[--active];
     }
   }
+  sigaction(SIGINT, &old_int, NULL);
+  sigaction(SIGTERM, &old_term, NULL);
+  run->interrupted_by = stop_signal;
   if (tty) fprintf(stderr, "\r\033[K");
   run->duration_s = mdc_cli__now() - t_start;
-  if (store && store_ok &&
-      mdc_store_run_end(store, run_id, (uint32_t)run->n, run->count[MDC_S_PASS],
-                        run->count[MDC_S_FAIL], run->count[MDC_S_CRASH], run->count[MDC_S_TIMEOUT],
-                        run->unexpected)) {
-    fprintf(stderr, "%s: %s\n", who, mdc_store_error(store));
-    store_ok = 0;
-  }
-  if (!store_ok) {
-    /* Cases the store stopped: not run, counted as nothing. */
+  if (!store_ok || run->interrupted_by) {
+    /* Cases the store or the signal stopped: not run (or not finished), counted as nothing. */
     size_t k = 0;
     for (size_t i = 0; i < run->n; i++)
-      if (run->cases[i].attempts) run->cases[k++] = run->cases[i];
-      else free(run->cases[i].path);
+      if (run->cases[i].finished) run->cases[k++] = run->cases[i];
+      else {
+        run->stopped_running += run->cases[i].attempts > 0;
+        free(run->cases[i].path), free(run->cases[i].rules);
+      }
     run->n = k;
+  }
+  mdc_run_summary sum = {(uint32_t)run->n, run->count[MDC_S_PASS], run->count[MDC_S_FAIL],
+                         run->count[MDC_S_CRASH], run->count[MDC_S_TIMEOUT], run->unexpected,
+                         run->interrupted_by != 0};
+  if (store && store_ok && mdc_store_run_finish(store, run_id, &sum)) {
+    fprintf(stderr, "%s: %s\n", who, mdc_store_error(store));
+    store_ok = 0;
   }
   if (store) mdc_store_close(store);
   /* --quiet drops the progress and the summary, never the JSON asked for. */
@@ -550,14 +619,15 @@ int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
   free(queue);
   free(first);
   free(first_status);
+  free(has_first);
   mdc_cli__baseline_free(&base);
   if (!store_ok) rc = MDC_EXIT_STORE;
-  else if (run->unexpected) rc = MDC_EXIT_UNEXPECTED;
+  else if (run->unexpected || run->interrupted_by) rc = MDC_EXIT_UNEXPECTED;
   return rc;
 }
 
 void mdc_cli__run_free(mdc_cli__run *run) {
-  for (size_t i = 0; i < run->n; i++) free(run->cases[i].path);
+  for (size_t i = 0; i < run->n; i++) free(run->cases[i].path), free(run->cases[i].rules);
   free(run->cases);
   memset(run, 0, sizeof *run);
 }
@@ -657,6 +727,13 @@ int mdc_cli__cmd_replay(int argc, char **argv) {
   o.n_paths = (size_t)(argc - optind);
   mdc_cli__run run;
   int rc = mdc_cli__replay(&o, &run);
+  int sig = run.interrupted_by;
   mdc_cli__run_free(&run);
+  if (sig) {
+    /* Stopped on a signal: die of it, as the shell and CI expect (exit status 128 + sig). */
+    fflush(NULL);
+    signal(sig, SIG_DFL);
+    raise(sig);
+  }
   return rc;
 }

@@ -260,6 +260,44 @@ Test(cli, config_is_parsed_as_the_driver_parses_it_and_stored_canonical) {
   }
 }
 
+/* mdc results: a stored run on the terminal and as JSON, without sqlite3. */
+Test(cli, results_shows_a_stored_run) {
+  char dir[64], db[128];
+  corpus(dir, 3);
+  snprintf(db, sizeof db, "%s/r.db", dir);
+  mdc_out r = mdc("replay", "--quiet", "--no-rerun", "--db", db, dir);
+  cr_assert_eq(r.rc, 1, "%s", r.err);
+  mdc_out_free(&r);
+  r = mdc("results", "--db", db);
+  cr_expect_eq(r.rc, 0, "%s", r.err);
+  cr_expect(strstr(r.out, "Pass") && strstr(r.out, "Fail") && strstr(r.out, "cli/c_wrong_sum"), "%s", r.out);
+  cr_expect(!strstr(r.out, "cli/a_open_close"), "only what did not pass, without --all: %s", r.out);
+  mdc_out_free(&r);
+  r = mdc("results", "--db", db, "--all", "--json");
+  cr_expect_eq(r.rc, 0, "%s", r.err);
+  json_t *j = out_json(&r);
+  cr_expect_eq(jint(j, "cases"), 3);
+  cr_expect_eq(jint(j, "unexpected"), 1);
+  cr_expect_str_eq(jstatus(j, "cli/c_wrong_sum"), "Fail");
+  cr_expect_str_eq(jstatus(j, "cli/a_open_close"), "Pass");
+  json_decref(j);
+  mdc_out_free(&r);
+  r = mdc("results", "--db", db, "--list");
+  cr_expect_eq(r.rc, 0);
+  cr_expect(strstr(r.out, "3 cases"), "%s", r.out);
+  mdc_out_free(&r);
+  r = mdc("results", "--db", db, "--run", "ffffffff");
+  cr_expect_eq(r.rc, 2, "an unknown run: %s", r.err);
+  mdc_out_free(&r);
+  char missing[128];
+  snprintf(missing, sizeof missing, "%s/none.db", dir);
+  r = mdc("results", "--db", missing);
+  cr_expect_eq(r.rc, 2);
+  cr_expect(strstr(r.err, missing), "%s", r.err);
+  cr_expect(access(missing, F_OK) != 0, "a missing store is not created");
+  mdc_out_free(&r);
+}
+
 Test(cli, db_merge_twice_changes_nothing) {
   char dir[64], a[128], b[128], out[128];
   corpus(dir, 2);
@@ -554,6 +592,27 @@ Test(cli, messages_are_advisory_unless_strict) {
   mdc_out_free(&r);
 }
 
+/* must_pass: false marks a decision SPEC leaves open; such a trace that fails is Warn, reported
+ * and not unexpected (exit 0), and a must-pass one that fails the same way is a Fail. */
+Test(cli, a_failing_trace_that_is_not_must_pass_is_a_warning) {
+  char dir[64], db[128];
+  tmpdir(dir);
+  write_traces(dir, "w.jsonl",
+               "{\"mdc_trace\": \"1.0\", \"name\": \"cli/w_optional\", \"rules\": [\"x\"], \"must_pass\": false}\n"
+               "{\"op\": \"open_device\", \"config\": \"backend=sim\", \"expect\": {\"status\": \"INVALID_ARGUMENT\"}}\n",
+               NULL);
+  snprintf(db, sizeof db, "%s/w.db", dir);
+  mdc_out r = mdc("replay", "--json", "--db", db, dir);
+  cr_expect_eq(r.rc, 0, "rc %d: %s", r.rc, r.err);
+  json_t *j = out_json(&r);
+  cr_expect_str_eq(jstatus(j, "cli/w_optional"), "Warn");
+  cr_expect_eq(jint(j, "warned"), 1);
+  cr_expect_eq(jint(j, "unexpected"), 0);
+  json_decref(j);
+  mdc_out_free(&r);
+  cr_expect_eq(db_count(db, "SELECT count(*) FROM cases WHERE status = 'Warn'"), 1);
+}
+
 /* A trace name with escape sequences does not reach the terminal raw. */
 Test(cli, control_characters_in_names_are_escaped) {
   char dir[64];
@@ -616,29 +675,18 @@ Test(cli, sigkill_keeps_finished_cases_and_marks_the_interrupted_one_running) {
 
 /* The kill matrix without building: a build root whose "mutants" are prebuilt drivers (the
  * crashing test driver kills the execute trace; the reference driver itself survives). */
-static void fake_mutant(const char *root, const char *name, const char *so) {
-  char p[256];
-  snprintf(p, sizeof p, "%s/%s", root, name);
-  mkdir(p, 0755);
-  snprintf(p, sizeof p, "%s/%s/runtime", root, name);
-  mkdir(p, 0755);
-  snprintf(p, sizeof p, "%s/%s/runtime/libmd_driver.so", root, name);
-  cr_assert_eq(symlink(so, p), 0, "symlink %s: %s", p, strerror(errno));
-}
-
+/* The mutants driver (a stand-in for md_driver_mutants: MD_MUTANT=crashy aborts in execute, same
+ * changes nothing) replayed once per mutant with MD_MUTANT set. */
 Test(cli, mutants_kill_matrix_and_exit_status) {
-  char dir[64], traces[96], root[96], list[96];
+  char dir[64], traces[96], list[96];
   tmpdir(dir);
   snprintf(traces, sizeof traces, "%s/traces", dir);
-  snprintf(root, sizeof root, "%s/mutants", dir);
   snprintf(list, sizeof list, "%s/mutants.txt", dir);
   mkdir(traces, 0755);
-  mkdir(root, 0755);
   write_traces(traces, "a.jsonl", TRACE_OPEN_CLOSE, "b.jsonl", TRACE_ADD, NULL);
   spit(list, "# test mutants\ncrashy   execute aborts\nsame     the reference driver itself\n");
-  fake_mutant(root, "crashy", MDC_TEST_CRASH_SO);
-  fake_mutant(root, "same", MDC_TEST_REF_SO);
-  mdc_out r = mdc("mutants", "--json", "--corpus", traces, "--build-root", root, "--list", list);
+  const char *root = MDC_TEST_MUTANTS_SO;
+  mdc_out r = mdc("mutants", "--json", "--corpus", traces, "--driver", root, "--list", list, "--no-db");
   cr_assert_eq(r.rc, 1, "a survivor: rc %d\n%s", r.rc, r.err);
   json_t *j = out_json(&r);
   cr_expect_eq(jint(j, "killed"), 1);
@@ -650,7 +698,7 @@ Test(cli, mutants_kill_matrix_and_exit_status) {
   cr_expect(json_is_false(json_object_get(m1, "killed")));
   json_decref(j);
   mdc_out_free(&r);
-  r = mdc("mutants", "--corpus", traces, "--build-root", root, "--list", list, "--only", "crashy");
+  r = mdc("mutants", "--corpus", traces, "--driver", root, "--list", list, "--only", "crashy", "--no-db");
   cr_expect_eq(r.rc, 0, "every selected mutant killed: rc %d\n%s", r.rc, r.err);
   cr_expect(strstr(r.out, "crashy") && strstr(r.out, "killed by"), "%s", r.out);
   mdc_out_free(&r);
@@ -658,7 +706,7 @@ Test(cli, mutants_kill_matrix_and_exit_status) {
   cr_expect_eq(r.rc, 2);
   mdc_out_free(&r);
   /* A mutant name that is not in the list is a usage error, not "0 of 0 killed" and exit 0. */
-  r = mdc("mutants", "--corpus", traces, "--build-root", root, "--list", list, "--only", "nosuch");
+  r = mdc("mutants", "--corpus", traces, "--driver", root, "--list", list, "--only", "nosuch");
   cr_expect_eq(r.rc, 2, "rc %d", r.rc);
   cr_expect(strstr(r.err, "--only 'nosuch': no such mutant"), "%s", r.err);
   cr_expect(!strstr(r.err, "mdc replay:"), "a mutants error says mdc mutants: %s", r.err);

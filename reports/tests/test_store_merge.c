@@ -1,6 +1,8 @@
 /* test_store_merge.c - mdc_store_merge: shards merged into one file with cases re-linked to the
  * new run ids, a run already there (same uuid) skipped so merging twice changes nothing, and a
  * bad input failing the whole merge without writing anything. */
+#include <sys/stat.h>
+
 #include "store_test.h"
 
 TestSuite(store_merge, .init = st_setup, .fini = st_teardown);
@@ -112,7 +114,41 @@ Test(store_merge, a_missing_input_is_refused_and_not_created) {
   cr_expect_eq(mdc_store_merge(out, in, 2, err, sizeof err), -1);
   cr_expect(strstr(err, gone) && strstr(err, "No such file"), "%s", err);
   cr_expect(!st_exists(gone), "the missing input was created");
-  cr_expect_eq(count(out, "runs"), 0);
+  /* Inputs are judged before OUT is made: a merge that fails leaves no OUT behind. */
+  cr_expect(!st_exists(out), "a failed merge made an empty OUT");
+}
+
+/* An input read as merge input gets nothing written beside it: no -wal, no -shm (it is read as
+ * an immutable file when no -wal holds changes). */
+Test(store_merge, inputs_get_no_files_written_beside_them) {
+  const char *a = st_path(0, "a.db"), *out = st_path(1, "out.db");
+  make_shard(a, "replay", 2, "Pass", 0);
+  char aw[600], as[600];
+  snprintf(aw, sizeof aw, "%s-wal", a);
+  snprintf(as, sizeof as, "%s-shm", a);
+  cr_assert(!st_exists(aw) && !st_exists(as), "a closed store leaves no WAL files");
+  const char *in[] = {a};
+  char err[1024];
+  cr_assert_eq(mdc_store_merge(out, in, 1, err, sizeof err), 0, "%s", err);
+  cr_expect(!st_exists(aw) && !st_exists(as), "the merge left WAL files beside its input");
+  cr_expect_eq(count(out, "cases"), 2);
+}
+
+/* An input whose -wal holds changes a writer has not checkpointed (a live store) is read with
+ * them, through a private copy: the merge sees every committed row. */
+Test(store_merge, an_input_with_changes_in_its_wal_is_read_whole) {
+  const char *a = st_path(0, "live.db"), *out = st_path(1, "out.db");
+  mdc_store *w = st_open(a);
+  st_run(w, "replay", 3, "Pass", 0); /* committed, still in the WAL while w is open */
+  char aw[600];
+  snprintf(aw, sizeof aw, "%s-wal", a);
+  struct stat sb;
+  cr_assert(stat(aw, &sb) == 0 && sb.st_size > 0, "the live store's WAL holds its changes");
+  const char *in[] = {a};
+  char err[1024];
+  cr_assert_eq(mdc_store_merge(out, in, 1, err, sizeof err), 0, "%s", err);
+  cr_expect_eq(count(out, "cases"), 3);
+  mdc_store_close(w);
 }
 
 Test(store_merge, an_input_of_a_newer_version_is_refused) {

@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "device_int.h"
 #include "error.h"
-#include "runtime_int.h"
 
 #define MAX_BACKENDS 8
 

@@ -1,20 +1,16 @@
-/* buffer.c - memory domains: driver-managed buffers (SPEC section 3).
+/* buffer.c - a buffer's storage and the protocol that reads and writes it (objects_int.h), its
+ * roles, and its destruction: what the memory-domain calls and the executions share.
  *
  * A buffer's metadata (dims, initialized flag, current storage) is guarded by its own spin
  * lock, held only to read or publish a few fields; data moves outside it, on storage the mover
  * holds a reference to. Racing writers therefore never crash or touch another buffer: the
  * last one to publish wins, and the content may be any writer's (SPEC section 6). */
-#include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
+#include "mutant.h"
 #include "error.h"
-#include "runtime_int.h"
-
-#define TOKFMT "0x%016llx"
-#define TOK(t) ((unsigned long long)(t))
+#include "objects_int.h"
 
 /* ---- storage ---- */
 
@@ -37,14 +33,11 @@ md_status md__buffer_write_begin(md_device *d, md__buffer *b, uint64_t bytes, md
   /* Nobody else holds it (references are only taken under this lock): write in place. The
    * acquire pairs with the release of the last other holder's put, so its reads of the old
    * content happen before these writes. */
-#ifdef MD_MUTANT_writers_unguarded
-  /* Mutant: always in place, under readers and other writers, and readers are not told. */
-  if (cur && cur->capacity >= bytes) {
-#else
-  if (cur && cur->capacity >= bytes && !b->writing &&
-      atomic_load_explicit(&cur->ref.n, memory_order_acquire) == 1) {
-    b->writing = true;
-#endif
+  /* (Mutant writers_unguarded: always in place, under readers and other writers, and readers
+   * are not told.) */
+  if (cur && cur->capacity >= bytes &&
+      (MD_MUTANT(writers_unguarded) || (!b->writing && atomic_load_explicit(&cur->ref.n, memory_order_acquire) == 1))) {
+    if (!MD_MUTANT(writers_unguarded)) b->writing = true;
     w->st = storage_get_locked(b);
     w->in_place = true;
     md__spin_unlock(&b->lock);
@@ -110,17 +103,13 @@ md_status md__buffer_read_begin(md__buffer *b, md__storage **st, uint32_t *rank,
 }
 
 bool md__buffer_has_role(const md__hentry *e, md_handle prepared, uint32_t is_output, uint32_t index) {
-#ifdef MD_MUTANT_role_unchecked
-  (void)e; (void)prepared; (void)is_output; (void)index;
-  return true;
-#else
+  if (MD_MUTANT(role_unchecked)) return true; /* Mutant: any use of a token is one of its roles. */
   if (e->tag[0] == prepared && e->tag[1] == md__role_tag(is_output, index)) return true;
   const md__buffer *b = e->obj;
   for (uint32_t i = 1; i < b->n_roles; i++)
     if (b->roles[i].prepared == prepared && b->roles[i].is_output == is_output && b->roles[i].index == index)
       return true;
   return false;
-#endif
 }
 
 void md__buffer_uninit(md__buffer *b) {
@@ -144,387 +133,4 @@ void md__buffer_destroy(md_device *d, md__buffer *b) {
   /* The embedded storage may still be referenced by nobody but itself when a grown storage
    * replaced it earlier: its reference was dropped then, and its memory freed. */
   free(b);
-}
-
-/* ---- allocate ---- */
-
-typedef struct role_ref {
-  const md_buffer_role *r;
-  uint32_t is_output;
-  uint32_t n;               /* position in its list */
-} role_ref;
-
-static const char *io_name(uint32_t is_output) { return is_output ? "output" : "input"; }
-
-md_status md__allocate(md_device *d, md_handle client, const md_buffer_desc *desc, const md_handle *prepared,
-                       uint32_t n_prepared, const md_buffer_role *input_roles, uint32_t n_input_roles,
-                       const md_buffer_role *output_roles, uint32_t n_output_roles, md_token *token) {
-  if (!token) return md__fail(MD_INVALID_ARGUMENT, "allocate: token is NULL");
-  *token = 0;
-  md__hentry *ce;
-  md_status st = md__client_get(d, "allocate", client, &ce);
-  if (st != MD_NONE) return st;
-
-  md__hentry **pes = NULL;
-  md__buffer *b = NULL;
-  uint32_t n_got = 0, n_roles = n_input_roles + n_output_roles;
-  uint32_t desc_rank = desc ? desc->rank : 0;
-  const uint32_t *desc_dims = desc ? desc->dims : NULL;
-
-  if (n_prepared == 0 || !prepared) {
-    st = md__fail(MD_INVALID_ARGUMENT, "allocate: at least one prepared model is required (n_prepared %u)", n_prepared);
-    goto out;
-  }
-  if (n_roles == 0 || n_roles < n_input_roles) {
-    st = md__fail(MD_INVALID_ARGUMENT, "allocate: at least one role is required");
-    goto out;
-  }
-  if ((n_input_roles && !input_roles) || (n_output_roles && !output_roles)) {
-    st = md__fail(MD_INVALID_ARGUMENT, "allocate: %s_roles is NULL with a count of %u",
-                  n_input_roles && !input_roles ? "input" : "output",
-                  n_input_roles && !input_roles ? n_input_roles : n_output_roles);
-    goto out;
-  }
-  if (desc_rank > MD_MAX_RANK || (desc_rank && !desc_dims)) {
-    st = md__fail(MD_INVALID_ARGUMENT, "allocate: desc rank %u %s", desc_rank,
-                  desc_rank > MD_MAX_RANK ? "exceeds MD_MAX_RANK (8)" : "has NULL dims");
-    goto out;
-  }
-  pes = calloc(n_prepared, sizeof *pes);
-  if (!pes) {
-    st = md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "allocate: out of memory");
-    goto out;
-  }
-  for (; n_got < n_prepared; n_got++) {
-    char what[48];
-    snprintf(what, sizeof what, "prepared model %u", n_got);
-    st = md__owned_get(d, "allocate", what, client, prepared[n_got], MD__KIND_PREPARED, &pes[n_got]);
-    if (st != MD_NONE) goto out;
-  }
-
-  /* Roles: ranges, probabilities, duplicates, then operand agreement and dims. */
-  /* Sized for the largest rank until the dims are known, then shrunk (realloc) to fit. */
-  b = calloc(1, md__buffer_size(n_roles, MD_MAX_RANK));
-  if (!b) {
-    st = md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "allocate: out of memory");
-    goto out;
-  }
-  b->n_roles = n_roles;
-  const md__operand *first = NULL;
-  uint32_t rank = desc_rank;
-  uint32_t dims[MD_MAX_RANK];
-  if (rank) memcpy(dims, desc_dims, rank * sizeof *dims);
-  for (uint32_t i = 0; i < n_roles; i++) {
-    uint32_t is_out = i >= n_input_roles;
-    uint32_t pos = is_out ? i - n_input_roles : i;
-    const md_buffer_role *r = is_out ? &output_roles[pos] : &input_roles[pos];
-    if (r->model_index >= n_prepared) {
-      st = md__fail(MD_INVALID_ARGUMENT, "allocate: %s role %u: model_index %u is out of range (%u prepared models)",
-                    io_name(is_out), pos, r->model_index, n_prepared);
-      goto out;
-    }
-    const md__model *m = ((md__prepared *)pes[r->model_index]->obj)->model;
-    uint32_t n_io = is_out ? m->n_outputs : m->n_inputs;
-    if (r->io_index >= n_io) {
-      st = md__fail(MD_INVALID_ARGUMENT, "allocate: %s role %u: io_index %u is out of range (model %u has %u %ss)",
-                    io_name(is_out), pos, r->io_index, r->model_index, n_io, io_name(is_out));
-      goto out;
-    }
-    if (!(r->probability > 0.0f && r->probability <= 1.0f)) {
-      st = md__fail(MD_INVALID_ARGUMENT, "allocate: %s role %u: probability %g is not in (0, 1]",
-                    io_name(is_out), pos, (double)r->probability);
-      goto out;
-    }
-    md__role *role = &b->roles[i];
-    role->prepared = prepared[r->model_index];
-    role->is_output = is_out;
-    role->index = r->io_index;
-    for (uint32_t j = 0; j < i; j++) {
-      md__role *o = &b->roles[j];
-      if (o->prepared == role->prepared && o->is_output == is_out && o->index == role->index) {
-        uint32_t opos = o->is_output ? j - n_input_roles : j;
-        st = md__fail(MD_INVALID_ARGUMENT,
-                      "allocate: %s role %u (model %u, %s %u) repeats %s role %u", io_name(is_out), pos,
-                      r->model_index, io_name(is_out), r->io_index, io_name(o->is_output), opos);
-        goto out;
-      }
-    }
-    uint32_t opnd = is_out ? m->outputs[r->io_index] : m->inputs[r->io_index];
-    const md__operand *op = &m->operands[opnd];
-    if (!first) {
-      first = op;
-    } else if (op->type != first->type || op->scale != first->scale || op->zero_point != first->zero_point) {
-      st = md__fail(MD_INVALID_ARGUMENT,
-                    "allocate: %s role %u (model %u, %s %u): operand type %d scale %g zero point %d disagrees "
-                    "with the first role's type %d scale %g zero point %d",
-                    io_name(is_out), pos, r->model_index, io_name(is_out), r->io_index, op->type,
-                    (double)op->scale, op->zero_point, first->type, (double)first->scale, first->zero_point);
-      goto out;
-    }
-    if (md__type_is_scalar(op->type)) {
-      if (desc_rank) {
-        st = md__fail(MD_INVALID_ARGUMENT, "allocate: %s role %u is a scalar and takes no dims (desc rank %u)",
-                      io_name(is_out), pos, desc_rank);
-        goto out;
-      }
-      continue;
-    }
-    uint32_t axis;
-    if (md__dims_combine(rank, dims, op->rank, op->dims, &rank, dims, &axis)) {
-      char a[64], bb[64];
-      st = md__fail(MD_INVALID_ARGUMENT, "allocate: %s role %u (model %u, %s %u): dims %s do not combine with %s",
-                    io_name(is_out), pos, r->model_index, io_name(is_out), r->io_index,
-                    md__dims_str(op->rank, op->dims, a, sizeof a), md__dims_str(rank, dims, bb, sizeof bb));
-      goto out;
-    }
-  }
-
-  b->type = first->type;
-  b->scale = first->scale;
-  b->zero_point = first->zero_point;
-  md__buffer *fit = realloc(b, md__buffer_size(n_roles, rank));
-  if (fit) b = fit;
-  b->init_rank = b->cur_rank = (uint8_t)rank;
-  if (rank) {
-    memcpy(md__buf_init_dims(b), dims, rank * sizeof *dims);
-    memcpy(md__buf_cur_dims(b), dims, rank * sizeof *dims);
-  }
-  md__ref_init(&b->first.ref, 1);
-  b->first.embedded = true;
-  uint64_t bytes = md__type_is_scalar(b->type) ? md_operand_type_size(b->type) : md__type_bytes(b->type, rank, dims);
-  if (bytes == UINT64_MAX || (bytes && bytes > d->info.mem_total)) {
-    st = md__fail(MD_RESOURCE_EXHAUSTED_PERSISTENT, "allocate: %llu bytes exceed the device's %llu bytes",
-                  (unsigned long long)bytes, (unsigned long long)d->info.mem_total);
-    goto out;
-  }
-  if ((st = md__fault_point(d, MD_FAULT_ALLOCATE, "allocate")) != MD_NONE) goto out;
-  if (bytes) {
-    /* Fully known dims: the memory comes now; otherwise with the first write. */
-    st = d->be->alloc(d->bk, bytes, &b->first.mem);
-    if (st != MD_NONE) {
-      st = md__fail(st, "allocate: cannot allocate %llu bytes of device memory", (unsigned long long)bytes);
-      goto out;
-    }
-    b->first.capacity = bytes;
-    b->st = &b->first;
-  }
-  md__hentry *be;
-  const uint64_t tag[2] = {b->roles[0].prepared, md__role_tag(b->roles[0].is_output, b->roles[0].index)};
-  st = md__handle_issue_tagged(&d->ht, MD__KIND_BUFFER, client, b, tag, token, &be);
-  if (st != MD_NONE) {
-    md__fail(st, "allocate: too many live buffers");
-    goto out;
-  }
-  b = NULL;  /* owned by the table now */
-  if (atomic_load(&ce->handle) != client) {
-    /* close_client ran meanwhile and may have swept before this buffer existed. */
-    md__handle_kill(&d->ht, be, *token);
-    *token = 0;
-    st = md__fail(MD_INVALID_ARGUMENT, "allocate: client 0x%016llx was closed during the call", TOK(client));
-  }
-
-out:
-  if (b) {
-    if (b->st) md__storage_put(d, b->st);
-    free(b);
-  }
-  for (uint32_t i = 0; i < n_got; i++) md__handle_put(&d->ht, pes[i]);
-  free(pes);
-  md__handle_put(&d->ht, ce);
-  return st;
-}
-
-/* ---- copy_from / copy_to / free ---- */
-
-/* The client, then the token owned by it: both held on success. */
-static md_status client_and_token(md_device *d, const char *fn, md_handle client, md_token token,
-                                  md__hentry **ce, md__hentry **be) {
-  md_status st = md__client_get(d, fn, client, ce);
-  if (st != MD_NONE) return st;
-  st = md__owned_get(d, fn, "token", client, token, MD__KIND_BUFFER, be);
-  if (st != MD_NONE) md__handle_put(&d->ht, *ce);
-  return st;
-}
-
-md_status md__copy_from(md_device *d, md_handle client, md_token token, const md_memory *src, uint32_t rank,
-                        const uint32_t *dims) {
-  md__hentry *ce, *be;
-  md_status st = client_and_token(d, "copy_from", client, token, &ce, &be);
-  if (st != MD_NONE) return st;
-  md__buffer *b = be->obj;
-  md__client *c = ce->obj;
-  md__mapping map = {0};
-  md__write w = {0};
-  md__pool_plan plan;
-  uint32_t crank = 0, cdims[MD_MAX_RANK];
-  char a[64], bb[64];
-
-  if (!src) {
-    st = md__fail(MD_INVALID_ARGUMENT, "copy_from: token " TOKFMT ": src is NULL", TOK(token));
-    goto fail;
-  }
-  if ((st = md__pool_validate(src, MD__POOL_COPY, "copy_from: src", &plan)) != MD_NONE) goto fail;
-  if (!(src->prot & PROT_READ)) {
-    st = md__fail(MD_INVALID_ARGUMENT, "copy_from: src: pool is not readable (prot %u)", src->prot);
-    goto fail;
-  }
-  if (rank > MD_MAX_RANK || (rank && !dims)) {
-    st = md__fail(MD_INVALID_ARGUMENT, "copy_from: token " TOKFMT ": rank %u %s", TOK(token), rank,
-                  rank > MD_MAX_RANK ? "exceeds MD_MAX_RANK (8)" : "has NULL dims");
-    goto fail;
-  }
-  if (rank && md__type_is_scalar(b->type)) {
-    st = md__fail(MD_INVALID_ARGUMENT, "copy_from: token " TOKFMT ": the buffer holds a scalar, which takes no dims (rank %u)",
-                  TOK(token), rank);
-    goto fail;
-  }
-  for (uint32_t i = 0; i < rank; i++)
-    if (dims[i] == 0) {
-      st = md__fail(MD_INVALID_ARGUMENT, "copy_from: token " TOKFMT ": dims %s have an unknown (0) axis %u",
-                    TOK(token), md__dims_str(rank, dims, a, sizeof a), i);
-      goto fail;
-    }
-  /* The initial dims never change, so they are read without the lock. */
-  uint32_t axis;
-  if (md__dims_combine(b->init_rank, md__buf_init_dims(b), rank, dims, &crank, cdims, &axis)) {
-    st = md__fail(MD_INVALID_ARGUMENT, "copy_from: token " TOKFMT ": dims %s do not combine with the buffer's %s",
-                  TOK(token), md__dims_str(rank, dims, a, sizeof a),
-                  md__dims_str(b->init_rank, md__buf_init_dims(b), bb, sizeof bb));
-    goto fail;
-  }
-  bool scalar = md__type_is_scalar(b->type);
-  if (!scalar && !md__dims_known(crank, cdims)) {
-    st = md__fail(MD_INVALID_ARGUMENT,
-                  "copy_from: token " TOKFMT ": no dims given and the buffer's dims %s are not fully known",
-                  TOK(token), md__dims_str(b->init_rank, md__buf_init_dims(b), a, sizeof a));
-    goto fail;
-  }
-  uint64_t bytes = scalar ? md_operand_type_size(b->type) : md__type_bytes(b->type, crank, cdims);
-  if (bytes != src->size) {
-    st = md__fail(MD_INVALID_ARGUMENT, "copy_from: token " TOKFMT ": src size %llu != %llu bytes of dims %s",
-                  TOK(token), (unsigned long long)src->size, (unsigned long long)bytes,
-                  md__dims_str(crank, cdims, a, sizeof a));
-    goto fail;
-  }
-  if ((st = md__pool_acquire(c->pools, src, MD__POOL_COPY, "copy_from: src", &plan, &map)) != MD_NONE) goto fail;
-  if ((st = md__buffer_write_begin(d, b, bytes, &w)) != MD_NONE) {
-    md__fail_prefix(st, "copy_from: token " TOKFMT, TOK(token));
-    goto fail;
-  }
-  if ((st = md__fault_point(d, MD_FAULT_COPY, "copy_from")) != MD_NONE) goto fail;
-  char err[256] = "";
-  st = d->be->write(d->bk, NULL, w.st->mem, 0, map.base, bytes, err, sizeof err);
-  if (st != MD_NONE) {
-    md__fail(st, "copy_from: token " TOKFMT ": device write failed: %s", TOK(token), err);
-    goto fail;
-  }
-  md__buffer_write_commit(d, b, &w, crank, cdims);
-  goto done;
-
-fail:
-  /* SPEC 3: any failure of copy_from leaves the buffer uninitialized. */
-  if (w.st) md__buffer_write_abort(d, b, &w);
-  else md__buffer_uninit(b);
-done:
-  if (map.scope) md__mapping_release(&map);
-  md__handle_put(&d->ht, be);
-  md__handle_put(&d->ht, ce);
-  return st;
-}
-
-md_status md__copy_to(md_device *d, md_handle client, md_token token, const md_memory *dst) {
-  md__hentry *ce, *be;
-  md_status st = client_and_token(d, "copy_to", client, token, &ce, &be);
-  if (st != MD_NONE) return st;
-  md__buffer *b = be->obj;
-  md__client *c = ce->obj;
-  md__mapping map = {0};
-  md__storage *s = NULL;
-  md__pool_plan plan;
-  char a[64];
-
-  if (!dst) {
-    st = md__fail(MD_INVALID_ARGUMENT, "copy_to: token " TOKFMT ": dst is NULL", TOK(token));
-    goto done;
-  }
-  if ((st = md__pool_validate(dst, MD__POOL_COPY, "copy_to: dst", &plan)) != MD_NONE) goto done;
-  if (!(dst->prot & PROT_WRITE)) {
-    st = md__fail(MD_INVALID_ARGUMENT, "copy_to: dst: pool is not writable (prot %u)", dst->prot);
-    goto done;
-  }
-
-  md__spin_lock(&b->lock);
-  bool scalar = md__type_is_scalar(b->type);
-  uint32_t rank = b->cur_rank, dims[MD_MAX_RANK];
-  if (rank) memcpy(dims, md__buf_cur_dims(b), rank * sizeof *dims);
-  bool known = scalar || md__dims_known(rank, dims);
-  uint64_t bytes = scalar ? md_operand_type_size(b->type) : md__type_bytes(b->type, rank, dims);
-  md__spin_unlock(&b->lock);
-
-  /* SPEC 3: the size is checked before initialization. */
-#ifndef MD_MUTANT_copy_to_init_first
-  if (known && dst->size != bytes) {
-    st = md__fail(MD_INVALID_ARGUMENT, "copy_to: token " TOKFMT ": dst size %llu != %llu bytes of dims %s",
-                  TOK(token), (unsigned long long)dst->size, (unsigned long long)bytes,
-                  md__dims_str(rank, dims, a, sizeof a));
-    goto done;
-  }
-#else
-  (void)known;
-#endif
-  if ((st = md__buffer_read_begin(b, &s, &rank, dims)) != MD_NONE) {
-    md__fail_prefix(st, "copy_to: token " TOKFMT, TOK(token));
-    goto done;
-  }
-  /* The dims may have changed since the size check (a concurrent write): check again. */
-  bytes = scalar ? md_operand_type_size(b->type) : md__type_bytes(b->type, rank, dims);
-  if (dst->size != bytes) {
-    st = md__fail(MD_INVALID_ARGUMENT, "copy_to: token " TOKFMT ": dst size %llu != %llu bytes of dims %s",
-                  TOK(token), (unsigned long long)dst->size, (unsigned long long)bytes,
-                  md__dims_str(rank, dims, a, sizeof a));
-    goto done;
-  }
-  if (!s || s->capacity < bytes) {
-    st = md__fail(MD_GENERAL_FAILURE, "copy_to: token " TOKFMT ": buffer has no storage of %llu bytes", TOK(token),
-                  (unsigned long long)bytes);
-    goto done;
-  }
-  if ((st = md__pool_acquire(c->pools, dst, MD__POOL_COPY, "copy_to: dst", &plan, &map)) != MD_NONE) goto done;
-  if ((st = md__fault_point(d, MD_FAULT_COPY, "copy_to")) != MD_NONE) {
-    /* A copy that failed on the device leaves the buffer's content unknown: uninitialized. */
-    md__buffer_uninit(b);
-    goto done;
-  }
-  char err[256] = "";
-  st = d->be->read(d->bk, NULL, map.base, s->mem, 0, bytes, err, sizeof err);
-  if (st != MD_NONE) md__fail(st, "copy_to: token " TOKFMT ": device read failed: %s", TOK(token), err);
-
-done:
-  md__storage_put(d, s);
-  if (map.scope) md__mapping_release(&map);
-  md__handle_put(&d->ht, be);
-  md__handle_put(&d->ht, ce);
-  return st;
-}
-
-md_status md__free_buffer(md_device *d, md_handle client, md_token token) {
-  md__hentry *ce, *be;
-  md_status st = client_and_token(d, "free_buffer", client, token, &ce, &be);
-  if (st != MD_NONE) return st;
-  /* The token dies now; the memory goes when the last call or execution using it ends. */
-  if (!md__handle_kill(&d->ht, be, token))
-    st = md__fail(MD_INVALID_ARGUMENT, "free_buffer: token " TOKFMT ": was already released", TOK(token));
-#ifdef MD_MUTANT_free_under_kernel
-  /* Mutant: the device memory goes with the token, whoever still uses it. */
-  else {
-    md__buffer *mb = be->obj;
-    md__spin_lock(&mb->lock);
-    md__storage *ms = mb->st;
-    md__spin_unlock(&mb->lock);
-    if (ms && ms->mem) d->be->free(d->bk, ms->mem);
-  }
-#endif
-  md__handle_put(&d->ht, be);
-  md__handle_put(&d->ht, ce);
-  return st;
 }

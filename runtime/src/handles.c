@@ -1,4 +1,5 @@
 /* handles.c - the handle table: slot + generation + keyed MAC, lock-free lookups. */
+#include "mutant.h"
 #include "handles.h"
 
 #include <sodium.h>
@@ -73,9 +74,7 @@ md_status md__handle_issue_tagged(md__htable *t, md__kind kind, uint64_t owner, 
     t->next_unused++;
     e = slot_entry(t, slot);
   }
-#ifndef MD_MUTANT_stale_slot_token
-  e->gen++;
-#endif
+  if (!MD_MUTANT(stale_slot_token)) e->gen++; /* Mutant: a reused slot keeps its generation. */
   atomic_store_explicit(&e->kind, (uint8_t)kind, memory_order_relaxed);
   e->owner = owner;
   e->obj = obj;
@@ -100,20 +99,13 @@ md__hentry *md__handle_get(md__htable *t, md_handle h, md__kind kind) {
   if (h == 0 || slot == 0) return NULL;
   md__hentry *e = slot_entry(t, slot);
   if (!e) return NULL;
-#ifndef MD_MUTANT_mac_unchecked
-  if (atomic_load_explicit(&e->handle, memory_order_acquire) != h) return NULL;
-#else
-  /* Mutant: only slot and generation are compared; the MAC half is ignored. */
-  if ((uint32_t)atomic_load_explicit(&e->handle, memory_order_acquire) != (uint32_t)h) return NULL;
-#endif
+  /* Mutant mac_unchecked: only slot and generation (the low half) are compared, not the MAC. */
+  uint64_t mask = MD_MUTANT(mac_unchecked) ? UINT32_MAX : UINT64_MAX;
+  if ((atomic_load_explicit(&e->handle, memory_order_acquire) & mask) != (h & mask)) return NULL;
   if (!md__ref_get_unless_zero(&e->ref)) return NULL;
   /* The slot may have been released and reissued between the compare and the reference. */
   uint64_t now = atomic_load_explicit(&e->handle, memory_order_acquire);
-#ifndef MD_MUTANT_mac_unchecked
-  if (now != h || atomic_load_explicit(&e->kind, memory_order_relaxed) != (uint8_t)kind) {
-#else
-  if (now == 0 || (uint32_t)now != (uint32_t)h || atomic_load_explicit(&e->kind, memory_order_relaxed) != (uint8_t)kind) {
-#endif
+  if (now == 0 || (now & mask) != (h & mask) || atomic_load_explicit(&e->kind, memory_order_relaxed) != (uint8_t)kind) {
     md__handle_put(t, e);
     return NULL;
   }

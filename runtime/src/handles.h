@@ -62,20 +62,24 @@ struct md__htable {
   void *ctx;
 };
 
-/* Initialises t with a MAC key (16 bytes) and the destroy callback. */
+/* Initialises t with a MAC key (16 bytes) and the destroy callback, called with ctx when an
+ * entry's last reference goes. Never fails. */
 void md__htable_init(md__htable *t, const uint8_t key[16], md__hdestroy_fn destroy, void *ctx);
-/* Frees the chunks. Every entry must already be destroyed. */
+/* Frees the chunks. Every entry must already be destroyed; nothing may use t after. */
 void md__htable_fini(md__htable *t);
 
-/* Issues a handle for obj with one reference (the table's). RESOURCE_EXHAUSTED_TRANSIENT when
- * all 2^24-1 slots are in use or memory is short. *entry (may be NULL) gets the entry. */
+/* Issues a handle for obj with one reference (the table's): *out is the handle, *entry (entry
+ * may be NULL) its entry. On error, RESOURCE_EXHAUSTED_TRANSIENT is returned (all 2^24-1 slots
+ * in use, or no memory for a chunk) without a message (the caller writes one), and nothing
+ * changes: obj is not the table's, *out and *entry are untouched. Takes the table's mutex. */
 md_status md__handle_issue(md__htable *t, md__kind kind, uint64_t owner, void *obj,
                            md_handle *out, md__hentry **entry);
-/* As md__handle_issue, also storing tag[0..1] in the entry. */
+/* As md__handle_issue, also storing tag[0..1] in the entry (before the handle is published). */
 md_status md__handle_issue_tagged(md__htable *t, md__kind kind, uint64_t owner, void *obj,
                                   const uint64_t tag[2], md_handle *out, md__hentry **entry);
 
-/* Looks up a live handle of `kind` and takes a reference on it: NULL if it is not one. */
+/* Looks up a live handle of `kind` and takes a reference on its entry; NULL, holding nothing,
+ * if h is not one. Lock-free. */
 md__hentry *md__handle_get(md__htable *t, md_handle h, md__kind kind);
 /* Takes one more reference on an entry the caller holds. */
 static inline void md__handle_ref(md__hentry *e) { md__ref_get(&e->ref); }
@@ -86,8 +90,9 @@ void md__handle_put(md__htable *t, md__hentry *e);
  * caller must hold a reference of its own. */
 bool md__handle_kill(md__htable *t, md__hentry *e, md_handle h);
 
-/* Why h is not a live handle of `kind`: writes "unknown (never issued)", "released" or
- * "wrong kind" into a short phrase; for messages only. */
+/* Why h is not a live handle of `kind`, as a static phrase for messages ("was already
+ * released", "is a handle of another kind", "never issued by this device", ...). Reads the
+ * entry without a reference, so a racing release may make the answer stale; never fails. */
 const char *md__handle_why(md__htable *t, md_handle h, md__kind kind);
 
 /* Calls fn for every live entry (with a reference held across the call). fn may kill it. */

@@ -1,10 +1,8 @@
-/* model.c - model validation (SPEC sections 1, 2 and 7) and the prepared-model deep copy.
+/* model.c - building a prepared model (md__model, model.h) from a caller's md_model, and the
+ * supported-operations query (SPEC sections 1, 2 and 7).
  *
  * md__model_build runs in four stages, each only on what the earlier ones proved sound:
- *   1. validate: the caller's md_model against every structural rule (counts and pointers,
- *      operands, model inputs/outputs, pools before mapping, constant ranges, operations and
- *      their data flow). Nothing is allocated that outlives it; every rule broken is
- *      INVALID_ARGUMENT.
+ *   1. validate: the caller's md_model against every structural rule (model_check.c).
  *   2. copy: a deep copy that owns everything (md__model), with the constant pools mapped and
  *      acquired through md__pool_acquire.
  *   3. kernels: each operation's kernel is resolved for the platform and checked (counts,
@@ -14,397 +12,31 @@
  * md__model_supported runs the same stages, borrowing the caller's operand_values instead of
  * copying them and releasing the mappings before it returns.
  *
- * Decisions where SPEC.md is silent (each has a test in runtime/tests/base/test_model*.c):
- *   - Non-constant operands (TEMPORARY_VARIABLE, SUBGRAPH_INPUT/OUTPUT, NO_VALUE) must have
- *     pool, offset and length 0, and CONSTANT_COPY operands pool 0, as in the NN HAL.
- *   - A tensor constant needs fully known dims; a constant's length is then exactly its byte
- *     size (so never 0). Model pools must be readable (PROT_READ).
- *   - Unused operands are allowed: a temporary written but never read, a model input no
- *     operation reads, a constant or NO_VALUE operand nobody uses. A SUBGRAPH_OUTPUT may also
- *     be read by a later operation.
+ * Decisions where SPEC.md is silent (each has a test in runtime/tests/base/test_model*.c; the
+ * validation's are in model_check.c):
  *   - NO_VALUE is allowed only as an operation input at a position >= the kernel's
  *     min_inputs (the optional inputs); this is checked once the kernel is known.
- *   - Non-CUSTOM operations must have n_attrs 0; their custom_name is ignored (never read).
- *     A CUSTOM operation may name any registered kernel, built-ins included.
  *   - An invalid operation outranks an unsupported one: prepare reports INVALID_ARGUMENT if
  *     any operation is invalid, else the first GENERAL_FAILURE (no kernel / unsupported), so
  *     prepare and the supported query agree on which models are invalid.
- *   - Every model pool is validated and mapped, referenced or not. The supported query maps
- *     them too (kernel checks may read constants): a pool it cannot map fails the query with
+ *   - Every model pool is mapped, referenced or not. The supported query maps them too
+ *     (kernel checks may read constants): a pool it cannot map fails the query with
  *     GENERAL_FAILURE naming the pool, as prepare would.
  *   - A constant's value keeps the alignment the client gave it: CONSTANT_COPY values sit at
  *     their offsets in one malloc'ed copy of operand_values, CONSTANT_REFERENCE values at
  *     their offsets in the mapping. Kernels read parameters with memcpy, not casts.
- *   - Out of memory while validating or copying: RESOURCE_EXHAUSTED_TRANSIENT. */
+ *   - Out of memory while copying: RESOURCE_EXHAUSTED_TRANSIENT. */
 #include "model.h"
 
-#include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "error.h"
 #include "md/status.h"
-
-#define NO_INDEX UINT32_MAX
+#include "model_int.h"
 
 typedef unsigned long long ull;
-
-/* ---- names --------------------------------------------------------------------------- */
-
-
-static const char *lifetime_name(md_lifetime l) {
-  switch (l) {
-    case MD_TEMPORARY_VARIABLE: return "TEMPORARY_VARIABLE";
-    case MD_SUBGRAPH_INPUT: return "SUBGRAPH_INPUT";
-    case MD_SUBGRAPH_OUTPUT: return "SUBGRAPH_OUTPUT";
-    case MD_CONSTANT_COPY: return "CONSTANT_COPY";
-    case MD_CONSTANT_REFERENCE: return "CONSTANT_REFERENCE";
-    case MD_NO_VALUE: return "NO_VALUE";
-  }
-  return NULL;
-}
-
-static const char *attr_kind_name(md_attr_kind k) {
-  switch (k) {
-    case MD_ATTR_I64: return "I64";
-    case MD_ATTR_F64: return "F64";
-    case MD_ATTR_STR: return "STR";
-    case MD_ATTR_I64_ARRAY: return "I64_ARRAY";
-  }
-  return NULL;
-}
-
-static int is_constant(md_lifetime l) {
-  return l == MD_CONSTANT_COPY || l == MD_CONSTANT_REFERENCE;
-}
-static int is_written(md_lifetime l) {
-  return l == MD_TEMPORARY_VARIABLE || l == MD_SUBGRAPH_OUTPUT;
-}
-
-/* The name an operation goes by in messages and kernel lookups: the built-in name, the
- * custom_name of a CUSTOM operation, or a placeholder while those are not yet validated. */
-static const char *op_label(const md_operation *op) {
-  if (op->type == MD_OP_CUSTOM)
-    return op->custom_name && op->custom_name[0] ? op->custom_name : "CUSTOM";
-  const char *n = md_operation_name(op->type);
-  return n ? n : "unknown type";
-}
-
-static md_status op_fail(md_status st, uint32_t i, const char *label, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static md_status op_fail(md_status st, uint32_t i, const char *label, const char *fmt, ...) {
-  char msg[MD__ERROR_MAX];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  return md__fail(st, "operation %u (%s): %s", i, label, msg);
-}
-
-static md_status oom(const char *what) {
-  return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "model: out of memory for %s", what);
-}
-
-/* ---- stage 1: validation of the caller's model ---------------------------------------- */
-
-static md_status check_counts(const md_model *m) {
-#define NEED(count, ptr)                                                                   \
-  if (m->count && !m->ptr)                                                                 \
-    return md__fail(MD_INVALID_ARGUMENT, "model: " #count " is %llu but " #ptr " is NULL", \
-                    (ull)m->count);
-  NEED(n_operands, operands)
-  NEED(n_operations, operations)
-  NEED(n_inputs, inputs)
-  NEED(n_outputs, outputs)
-  NEED(n_pools, pools)
-  NEED(operand_values_size, operand_values)
-#undef NEED
-  if (m->n_operations == 0) return md__fail(MD_INVALID_ARGUMENT, "model: has no operations");
-  if (m->n_inputs == 0) return md__fail(MD_INVALID_ARGUMENT, "model: has no inputs");
-  if (m->n_outputs == 0) return md__fail(MD_INVALID_ARGUMENT, "model: has no outputs");
-  return MD_NONE;
-}
-
-/* Validates every pool before anything is mapped; pool_size[p] is its logical size. */
-static md_status check_pools(const md_model *m, uint64_t *pool_size) {
-  for (uint32_t p = 0; p < m->n_pools; p++) {
-    char what[32];
-    snprintf(what, sizeof what, "model pool %u", p);
-    md__pool_plan plan;
-    md_status st = md__pool_validate(&m->pools[p], MD__POOL_CONSTANT, what, &plan);
-    if (st != MD_NONE) return st;
-    pool_size[p] = plan.logical;
-    /* The driver reads constants out of the mapping; a write-only mapping cannot serve. */
-    if (!(m->pools[p].prot & PROT_READ))
-      return md__fail(MD_INVALID_ARGUMENT, "%s: prot 0x%x lacks PROT_READ (constants are read)",
-                      what, m->pools[p].prot);
-  }
-  return MD_NONE;
-}
-
-/* A constant's storage: [offset, offset+length) inside `size` bytes, length its byte size. */
-static md_status check_constant_range(uint32_t i, const md_operand *o, uint64_t bytes,
-                                      const char *where, uint64_t size) {
-  const char *ln = lifetime_name(o->lifetime);
-  if (o->length == 0) return md__fail(MD_INVALID_ARGUMENT, "operand %u: %s length is 0", i, ln);
-  if (o->offset > size || o->length > size - o->offset)
-    return md__fail(MD_INVALID_ARGUMENT,
-                    "operand %u: %s offset %llu + length %llu is past %s (%llu bytes)", i, ln,
-                    (ull)o->offset, (ull)o->length, where, (ull)size);
-  if (o->length != bytes) {
-    char d[96] = "scalar";
-    if (!md__type_is_scalar(o->type)) md__dims_str(o->rank, o->dims, d, sizeof d);
-    return md__fail(MD_INVALID_ARGUMENT,
-                    "operand %u: %s length %llu does not match its byte size %llu (%s %s)", i, ln,
-                    (ull)o->length, (ull)bytes, md_operand_type_name(o->type), d);
-  }
-  return MD_NONE;
-}
-
-static md_status check_operand(const md_model *m, uint32_t i, const uint64_t *pool_size) {
-  const md_operand *o = &m->operands[i];
-  if (md_operand_type_size(o->type) == 0)
-    return md__fail(MD_INVALID_ARGUMENT, "operand %u: unknown type %d", i, (int)o->type);
-  const char *tn = md_operand_type_name(o->type);
-  const char *ln = lifetime_name(o->lifetime);
-  if (!ln)
-    return md__fail(MD_INVALID_ARGUMENT, "operand %u: unknown lifetime %d", i, (int)o->lifetime);
-
-  int scalar = md__type_is_scalar(o->type);
-  if (scalar && o->rank != 0)
-    return md__fail(MD_INVALID_ARGUMENT, "operand %u: %s is a scalar and must have rank 0, got %u",
-                    i, tn, o->rank);
-  if (o->rank > MD_MAX_RANK)
-    return md__fail(MD_INVALID_ARGUMENT, "operand %u: %s rank %u is over the maximum %u", i, tn,
-                    o->rank, MD_MAX_RANK);
-  if (o->rank > 0 && !o->dims)
-    return md__fail(MD_INVALID_ARGUMENT, "operand %u: %s has rank %u but dims is NULL", i, tn,
-                    o->rank);
-
-  if (o->type == MD_TENSOR_QUANT8_ASYMM || o->type == MD_TENSOR_QUANT8_ASYMM_SIGNED) {
-    int32_t lo = o->type == MD_TENSOR_QUANT8_ASYMM ? 0 : -128;
-    int32_t hi = o->type == MD_TENSOR_QUANT8_ASYMM ? 255 : 127;
-    if (!(o->scale > 0.0f) || !isfinite(o->scale))
-      return md__fail(MD_INVALID_ARGUMENT, "operand %u: %s scale must be finite and > 0, got %g", i,
-                      tn, (double)o->scale);
-    if (o->zero_point < lo || o->zero_point > hi)
-      return md__fail(MD_INVALID_ARGUMENT, "operand %u: %s zero_point %d is outside [%d, %d]", i,
-                      tn, (int)o->zero_point, (int)lo, (int)hi);
-  } else if (o->scale != 0.0f || o->zero_point != 0) {
-    return md__fail(MD_INVALID_ARGUMENT,
-                    "operand %u: %s is not quantized: scale and zero_point must be 0, got %g "
-                    "and %d",
-                    i, tn, (double)o->scale, (int)o->zero_point);
-  }
-
-  if (!is_constant(o->lifetime)) {
-    if (o->pool != 0 || o->offset != 0 || o->length != 0)
-      return md__fail(MD_INVALID_ARGUMENT,
-                      "operand %u: %s has no storage: pool, offset and length must be 0, got "
-                      "%u, %llu and %llu",
-                      i, ln, o->pool, (ull)o->offset, (ull)o->length);
-    return MD_NONE;
-  }
-
-  char d[96];
-  if (!scalar && !md__dims_known(o->rank, o->dims))
-    return md__fail(MD_INVALID_ARGUMENT,
-                    "operand %u: %s %s constant must have fully known dims, got %s", i, ln, tn,
-                    md__dims_str(o->rank, o->dims, d, sizeof d));
-  uint64_t bytes = md__type_bytes(o->type, o->rank, o->dims);
-  if (bytes == UINT64_MAX)
-    return md__fail(MD_INVALID_ARGUMENT, "operand %u: byte size of %s %s overflows", i, tn,
-                    md__dims_str(o->rank, o->dims, d, sizeof d));
-
-  if (o->lifetime == MD_CONSTANT_COPY) {
-    if (o->pool != 0)
-      return md__fail(MD_INVALID_ARGUMENT, "operand %u: CONSTANT_COPY must have pool 0, got %u", i,
-                      o->pool);
-    return check_constant_range(i, o, bytes, "operand_values", m->operand_values_size);
-  }
-  if (o->pool >= m->n_pools)
-    return md__fail(MD_INVALID_ARGUMENT,
-                    "operand %u: CONSTANT_REFERENCE pool %u, but the model has %u pools", i,
-                    o->pool, m->n_pools);
-  char where[32];
-  snprintf(where, sizeof where, "model pool %u", o->pool);
-  return check_constant_range(i, o, bytes, where, pool_size[o->pool]);
-}
-
-/* Model inputs (or outputs) are exactly the SUBGRAPH_INPUT (OUTPUT) operands, each once.
- * seen[operand] records its position, NO_INDEX when not listed. */
-static md_status check_io(const md_model *m, int outputs, uint32_t *seen) {
-  const char *kind = outputs ? "output" : "input";
-  md_lifetime want = outputs ? MD_SUBGRAPH_OUTPUT : MD_SUBGRAPH_INPUT;
-  uint32_t n = outputs ? m->n_outputs : m->n_inputs;
-  const uint32_t *list = outputs ? m->outputs : m->inputs;
-  for (uint32_t k = 0; k < n; k++) {
-    uint32_t idx = list[k];
-    if (idx >= m->n_operands)
-      return md__fail(MD_INVALID_ARGUMENT,
-                      "model: %s %u is operand %u, but the model has %u operands", kind, k, idx,
-                      m->n_operands);
-    if (m->operands[idx].lifetime != want)
-      return md__fail(MD_INVALID_ARGUMENT, "model: %s %u is operand %u, which is %s, not %s", kind,
-                      k, idx, lifetime_name(m->operands[idx].lifetime), lifetime_name(want));
-    if (seen[idx] != NO_INDEX)
-      return md__fail(MD_INVALID_ARGUMENT, "model: %s %u is operand %u, which is already %s %u",
-                      kind, k, idx, kind, seen[idx]);
-    seen[idx] = k;
-  }
-  for (uint32_t i = 0; i < m->n_operands; i++)
-    if (m->operands[i].lifetime == want && seen[i] == NO_INDEX)
-      return md__fail(MD_INVALID_ARGUMENT,
-                      "model: operand %u is %s but is not one of the model's %ss", i,
-                      lifetime_name(want), kind);
-  return MD_NONE;
-}
-
-static md_status check_attrs(uint32_t i, const md_operation *op) {
-  const char *label = op_label(op);
-  for (uint32_t a = 0; a < op->n_attrs; a++) {
-    const md_attr *at = &op->attrs[a];
-    if (!at->name || !at->name[0])
-      return op_fail(MD_INVALID_ARGUMENT, i, label, "attribute %u has no name", a);
-    if (!attr_kind_name(at->kind))
-      return op_fail(MD_INVALID_ARGUMENT, i, label, "attribute %u '%s' has unknown kind %d", a,
-                     at->name, (int)at->kind);
-    if (at->kind == MD_ATTR_STR && !at->str)
-      return op_fail(MD_INVALID_ARGUMENT, i, label, "attribute %u '%s' is STR with a NULL string",
-                     a, at->name);
-    if (at->kind == MD_ATTR_I64_ARRAY && at->count > 0 && !at->array)
-      return op_fail(MD_INVALID_ARGUMENT, i, label,
-                     "attribute %u '%s' is I64_ARRAY of count %u with a NULL array", a, at->name,
-                     at->count);
-    if (a > 0) {
-      int c = strcmp(op->attrs[a - 1].name, at->name);
-      if (c == 0)
-        return op_fail(MD_INVALID_ARGUMENT, i, label,
-                       "attributes %u and %u are both named '%s' (names must be unique)", a - 1, a,
-                       at->name);
-      if (c > 0)
-        return op_fail(MD_INVALID_ARGUMENT, i, label,
-                       "attributes are not sorted by name: '%s' (attribute %u) comes after '%s' "
-                       "(attribute %u)",
-                       at->name, a, op->attrs[a - 1].name, a - 1);
-    }
-  }
-  return MD_NONE;
-}
-
-/* One operation on its own: type, name, pointers, attributes, operand indexes, what it
- * writes. writer[operand] records the writing operation (NO_INDEX: none yet). */
-static md_status check_operation(const md_model *m, uint32_t i, uint32_t *writer) {
-  const md_operation *op = &m->operations[i];
-  if (op->type == MD_OP_CUSTOM) {
-    if (!op->custom_name || !op->custom_name[0])
-      return op_fail(MD_INVALID_ARGUMENT, i, "CUSTOM", "custom_name is %s",
-                     op->custom_name ? "empty" : "NULL");
-  } else if (!md_operation_name(op->type)) {
-    return md__fail(MD_INVALID_ARGUMENT, "operation %u: unknown operation type %d", i,
-                    (int)op->type);
-  }
-  const char *label = op_label(op);
-  if (op->n_inputs && !op->inputs)
-    return op_fail(MD_INVALID_ARGUMENT, i, label, "n_inputs is %u but inputs is NULL",
-                   op->n_inputs);
-  if (op->n_outputs && !op->outputs)
-    return op_fail(MD_INVALID_ARGUMENT, i, label, "n_outputs is %u but outputs is NULL",
-                   op->n_outputs);
-  if (op->n_outputs == 0) return op_fail(MD_INVALID_ARGUMENT, i, label, "has no outputs");
-  if (op->type != MD_OP_CUSTOM) {
-    if (op->n_attrs != 0)
-      return op_fail(MD_INVALID_ARGUMENT, i, label,
-                     "has %u attributes, but only CUSTOM operations take attributes", op->n_attrs);
-  } else {
-    if (op->n_attrs && !op->attrs)
-      return op_fail(MD_INVALID_ARGUMENT, i, label, "n_attrs is %u but attrs is NULL", op->n_attrs);
-    md_status st = check_attrs(i, op);
-    if (st != MD_NONE) return st;
-  }
-  for (uint32_t k = 0; k < op->n_inputs; k++)
-    if (op->inputs[k] >= m->n_operands)
-      return op_fail(MD_INVALID_ARGUMENT, i, label,
-                     "input %u is operand %u, but the model has %u operands", k, op->inputs[k],
-                     m->n_operands);
-  for (uint32_t k = 0; k < op->n_outputs; k++) {
-    uint32_t idx = op->outputs[k];
-    if (idx >= m->n_operands)
-      return op_fail(MD_INVALID_ARGUMENT, i, label,
-                     "output %u is operand %u, but the model has %u operands", k, idx,
-                     m->n_operands);
-    md_lifetime lt = m->operands[idx].lifetime;
-    if (!is_written(lt))
-      return op_fail(MD_INVALID_ARGUMENT, i, label,
-                     "output %u is operand %u (%s), which an operation may not write", k, idx,
-                     lifetime_name(lt));
-    if (writer[idx] != NO_INDEX)
-      return op_fail(MD_INVALID_ARGUMENT, i, label,
-                     "output %u is operand %u, already written by operation %u", k, idx,
-                     writer[idx]);
-    writer[idx] = i;
-  }
-  return MD_NONE;
-}
-
-/* Data flow: every operand an operation reads exists when it runs (operations are listed in
- * execution order), and every temporary and model output is written. */
-static md_status check_flow(const md_model *m, const uint32_t *writer) {
-  for (uint32_t i = 0; i < m->n_operations; i++) {
-    const md_operation *op = &m->operations[i];
-    for (uint32_t k = 0; k < op->n_inputs; k++) {
-      uint32_t idx = op->inputs[k];
-      md_lifetime lt = m->operands[idx].lifetime;
-      if (!is_written(lt)) continue;
-      if (writer[idx] == NO_INDEX)
-        return op_fail(MD_INVALID_ARGUMENT, i, op_label(op),
-                       "input %u is operand %u (%s), which no operation writes", k, idx,
-                       lifetime_name(lt));
-      if (writer[idx] >= i)
-        return op_fail(MD_INVALID_ARGUMENT, i, op_label(op),
-                       "input %u is operand %u, written by operation %u, which does not come "
-                       "before it (operations must be in execution order)",
-                       k, idx, writer[idx]);
-    }
-  }
-  for (uint32_t idx = 0; idx < m->n_operands; idx++)
-    if (is_written(m->operands[idx].lifetime) && writer[idx] == NO_INDEX)
-      return md__fail(MD_INVALID_ARGUMENT, "operand %u (%s) is not written by any operation", idx,
-                      lifetime_name(m->operands[idx].lifetime));
-  return MD_NONE;
-}
-
-static md_status validate(const md_model *m) {
-  md_status st = check_counts(m);
-  if (st != MD_NONE) return st;
-
-  uint64_t *pool_size = calloc(m->n_pools ? m->n_pools : 1, sizeof *pool_size);
-  uint32_t *scratch = malloc((size_t)(m->n_operands ? m->n_operands : 1) * sizeof *scratch);
-  if (!pool_size || !scratch) {
-    st = oom("validation");
-    goto out;
-  }
-  if ((st = check_pools(m, pool_size)) != MD_NONE) goto out;
-  for (uint32_t i = 0; i < m->n_operands; i++)
-    if ((st = check_operand(m, i, pool_size)) != MD_NONE) goto out;
-
-  /* Inputs and outputs have distinct lifetimes, so one `seen` table serves both. */
-  for (uint32_t i = 0; i < m->n_operands; i++) scratch[i] = NO_INDEX;
-  if ((st = check_io(m, 0, scratch)) != MD_NONE) goto out;
-  if ((st = check_io(m, 1, scratch)) != MD_NONE) goto out;
-
-  for (uint32_t i = 0; i < m->n_operands; i++) scratch[i] = NO_INDEX;
-  for (uint32_t i = 0; i < m->n_operations; i++)
-    if ((st = check_operation(m, i, scratch)) != MD_NONE) goto out;
-  st = check_flow(m, scratch);
-out:
-  free(pool_size);
-  free(scratch);
-  return st;
-}
 
 /* ---- stage 2: the deep copy ----------------------------------------------------------- */
 
@@ -472,7 +104,7 @@ static int copy_attrs(md_attr *dst, const md_attr *src, uint32_t n) {
  * operand_values (for md__model_supported, which frees the copy before returning). */
 static md_status copy_model(const md_model *m, md__pool_cache *cache, int borrow, md__model **out) {
   md__model *c = calloc(1, sizeof *c);
-  if (!c) return oom("the prepared model");
+  if (!c) return md__model_oom("the prepared model");
   md_status st = MD_NONE;
   const char *what = NULL;
 
@@ -518,7 +150,7 @@ static md_status copy_model(const md_model *m, md__pool_cache *cache, int borrow
     if (o->rank) memcpy(d->dims, o->dims, o->rank * sizeof *o->dims);
     d->scale = o->scale;
     d->zero_point = o->zero_point;
-    d->io_index = NO_INDEX;
+    d->io_index = MD__NO_INDEX;
     if (o->lifetime == MD_CONSTANT_COPY) {
       d->value = values + o->offset;
       d->length = o->length;
@@ -545,7 +177,7 @@ static md_status copy_model(const md_model *m, md__pool_cache *cache, int borrow
     const md_operation *o = &m->operations[i];
     md__operation *d = &c->operations[i];
     d->type = o->type;
-    d->name = dup_str(op_label(o));
+    d->name = dup_str(md__op_label(o));
     d->inputs = dup_u32(o->inputs, o->n_inputs);
     d->outputs = dup_u32(o->outputs, o->n_outputs);
     if (!d->name || !d->inputs || !d->outputs) {
@@ -570,7 +202,7 @@ static md_status copy_model(const md_model *m, md__pool_cache *cache, int borrow
   return MD_NONE;
 
 oom:
-  st = oom(what);
+  st = md__model_oom(what);
 fail:
   md__model_free(c);
   return st;
@@ -594,12 +226,12 @@ static md_status check_attr_specs(const md__model *c, uint32_t i, const md_kerne
       if (k->attr_specs[s].name && strcmp(k->attr_specs[s].name, at->name) == 0)
         spec = &k->attr_specs[s];
     if (!spec)
-      return op_fail(MD_INVALID_ARGUMENT, i, op->name, "unknown attribute '%s' (attribute %u)",
-                     at->name, a);
+      return md__op_fail(MD_INVALID_ARGUMENT, i, op->name, "unknown attribute '%s' (attribute %u)",
+                         at->name, a);
     if (spec->kind != at->kind)
-      return op_fail(MD_INVALID_ARGUMENT, i, op->name, "attribute '%s' must be %s, got %s",
-                     at->name, attr_kind_name(spec->kind) ? attr_kind_name(spec->kind) : "?",
-                     attr_kind_name(at->kind));
+      return md__op_fail(MD_INVALID_ARGUMENT, i, op->name, "attribute '%s' must be %s, got %s",
+                         at->name, md__attr_kind_name(spec->kind) ? md__attr_kind_name(spec->kind) : "?",
+                         md__attr_kind_name(at->kind));
   }
   for (uint32_t s = 0; s < k->n_attr_specs; s++) {
     const md_attr_spec *spec = &k->attr_specs[s];
@@ -608,8 +240,8 @@ static md_status check_attr_specs(const md__model *c, uint32_t i, const md_kerne
     for (uint32_t a = 0; a < op->n_attrs && !found; a++)
       found = strcmp(op->attrs[a].name, spec->name) == 0;
     if (!found)
-      return op_fail(MD_INVALID_ARGUMENT, i, op->name, "missing required attribute '%s' (%s)",
-                     spec->name, attr_kind_name(spec->kind) ? attr_kind_name(spec->kind) : "?");
+      return md__op_fail(MD_INVALID_ARGUMENT, i, op->name, "missing required attribute '%s' (%s)",
+                         spec->name, md__attr_kind_name(spec->kind) ? md__attr_kind_name(spec->kind) : "?");
   }
   return MD_NONE;
 }
@@ -638,20 +270,20 @@ static md_status resolve_op(const md__model *c, uint32_t i, const char *platform
                     op->name, platform);
   if (op->n_inputs < k->min_inputs || op->n_inputs > k->max_inputs) {
     if (k->min_inputs == k->max_inputs)
-      return op_fail(MD_INVALID_ARGUMENT, i, op->name, "has %u inputs, %s takes %u", op->n_inputs,
-                     op->name, k->min_inputs);
-    return op_fail(MD_INVALID_ARGUMENT, i, op->name, "has %u inputs, %s takes %u to %u",
-                   op->n_inputs, op->name, k->min_inputs, k->max_inputs);
+      return md__op_fail(MD_INVALID_ARGUMENT, i, op->name, "has %u inputs, %s takes %u", op->n_inputs,
+                         op->name, k->min_inputs);
+    return md__op_fail(MD_INVALID_ARGUMENT, i, op->name, "has %u inputs, %s takes %u to %u",
+                       op->n_inputs, op->name, k->min_inputs, k->max_inputs);
   }
   if (op->n_outputs != k->n_outputs)
-    return op_fail(MD_INVALID_ARGUMENT, i, op->name, "has %u outputs, %s takes %u", op->n_outputs,
-                   op->name, k->n_outputs);
+    return md__op_fail(MD_INVALID_ARGUMENT, i, op->name, "has %u outputs, %s takes %u", op->n_outputs,
+                       op->name, k->n_outputs);
   for (uint32_t in = 0; in < op->n_inputs; in++)
     if (c->operands[op->inputs[in]].lifetime == MD_NO_VALUE && in < k->min_inputs)
-      return op_fail(MD_INVALID_ARGUMENT, i, op->name,
-                     "input %u is operand %u (NO_VALUE), but input %u is not optional (%s "
-                     "requires its first %u inputs)",
-                     in, op->inputs[in], in, op->name, k->min_inputs);
+      return md__op_fail(MD_INVALID_ARGUMENT, i, op->name,
+                         "input %u is operand %u (NO_VALUE), but input %u is not optional (%s "
+                         "requires its first %u inputs)",
+                         in, op->inputs[in], in, op->name, k->min_inputs);
   md_status st = check_attr_specs(c, i, k);
   if (st != MD_NONE) return st;
 
@@ -671,8 +303,8 @@ static md_status resolve_op(const md__model *c, uint32_t i, const char *platform
     if (st == MD_NONE) st = ks.code; /* a check that set st but returned NONE still failed */
     if (st != MD_NONE) {
       ks.message[sizeof ks.message - 1] = '\0';
-      if (ks.message[0]) return op_fail(st, i, op->name, "%s", ks.message);
-      return op_fail(st, i, op->name, "the kernel's check failed with %s", md_status_name(st));
+      if (ks.message[0]) return md__op_fail(st, i, op->name, "%s", ks.message);
+      return md__op_fail(st, i, op->name, "the kernel's check failed with %s", md_status_name(st));
     }
   }
   *kernel = k;
@@ -689,7 +321,7 @@ static md_status resolve_ops(md__model *c, const char *platform, uint8_t *suppor
     if (n > max_io) max_io = n;
   }
   md_operand_info *infos = calloc(max_io ? max_io : 1, sizeof *infos);
-  if (!infos) return oom("kernel checks");
+  if (!infos) return md__model_oom("kernel checks");
 
   md_status st = MD_NONE, unsupported = MD_NONE;
   char saved[MD__ERROR_MAX];
@@ -729,7 +361,7 @@ static md_status check_args(const md_model *m, const char *platform, const void 
 md_status md__model_build(const md_model *m, const char *platform, md__pool_cache *cache,
                           md__model **out) {
   md_status st = check_args(m, platform, out, "out");
-  if (st == MD_NONE) st = validate(m);
+  if (st == MD_NONE) st = md__model_validate(m);
   if (st != MD_NONE) return st;
   md__model *c = NULL;
   if ((st = copy_model(m, cache, 0, &c)) != MD_NONE) return st;
@@ -743,10 +375,10 @@ md_status md__model_build(const md_model *m, const char *platform, md__pool_cach
 
 md_status md__model_supported(const md_model *m, const char *platform, uint8_t *supported) {
   md_status st = check_args(m, platform, supported, "supported");
-  if (st == MD_NONE) st = validate(m);
+  if (st == MD_NONE) st = md__model_validate(m);
   if (st != MD_NONE) return st;
   uint8_t *result = malloc(m->n_operations);
-  if (!result) return oom("the supported list");
+  if (!result) return md__model_oom("the supported list");
   md__model *c = NULL;
   /* Kernel checks may read constants, so the pools are mapped, uncached, for this call only. */
   if ((st = copy_model(m, NULL, 1, &c)) == MD_NONE) {

@@ -1,6 +1,6 @@
 /* pool.c - validating memory pools and caching their mappings per client (pool.h, SPEC 2).
  *
- * Decisions where SPEC is silent (for docs/pools.md):
+ * Decisions where SPEC is silent (for docs/pools-and-scopes.md):
  *   - Order of checks: memory non-NULL, kind known, kind allowed for the use, fd >= 0, fd open
  *     (fstat), prot, then the kind's geometry and the range inside the file. The first rule
  *     broken is the one reported.

@@ -8,7 +8,7 @@
  * users) or the last md_scope_release after a deferred close. Exactly one of them can see that
  * transition, so everything is freed exactly once, and nobody reads the scope after it.
  *
- * Decisions where the header and SPEC are silent (for docs/scopes.md):
+ * Decisions where the header and SPEC are silent (for docs/pools-and-scopes.md):
  *   - md_scope_open(MD_SCOPE_GLOBAL) returns one process-wide scope (Panama's globalScope()):
  *     what it owns lives until exit. Acquire/release on it are still counted (diagnostics).
  *   - A confined scope answers every call from another thread with INVALID_ARGUMENT naming

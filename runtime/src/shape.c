@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "mutant.h"
 #include "md/kernel.h"
 #include "model.h"
 
@@ -41,13 +42,10 @@ int md__dims_combine(uint32_t ra, const uint32_t *da, uint32_t rb, const uint32_
   }
   uint32_t tmp[MD_MAX_RANK];
   for (uint32_t i = 0; i < ra; i++) {
-#ifdef MD_MUTANT_combine_zero_wrong
-    /* Mutant: 0 is compared like any other extent instead of meaning "unknown". */
-    if (db[i] == da[i]) tmp[i] = da[i];
-#else
-    if (da[i] == 0) tmp[i] = db[i];
-    else if (db[i] == 0 || db[i] == da[i]) tmp[i] = da[i];
-#endif
+    /* (Mutant combine_zero_wrong: 0 is compared like any other extent, not as "unknown".) */
+    int zero_unknown = !MD_MUTANT(combine_zero_wrong);
+    if (zero_unknown && da[i] == 0) tmp[i] = db[i];
+    else if ((zero_unknown && db[i] == 0) || db[i] == da[i]) tmp[i] = da[i];
     else {
       if (axis) *axis = i;
       return -1;

@@ -10,6 +10,9 @@
  *                   case's process group and holds its result pipe, one calls setsid() to
  *                   leave it; their pids are appended to the file MDC_TEST_PIDS
  *   MDC_TEST_FORK_DEVICE  the same in open_device (so also in mdc's start-up probe)
+ *   MDC_TEST_MUTANTS  a stand-in for the mutants build (md_driver_mutants) in mdc mutants tests:
+ *                   MD_MUTANT=crashy makes execute abort, MD_MUTANT=same changes nothing, any
+ *                   other non-empty name makes md_driver_entry refuse (as the real build does)
  *   MDC_TEST_SCRIBBLE  open_device writes garbage into every descriptor from 3 to 1023 and
  *                   truncates those that are files (a results store left open would die)
  * Every other entry point is the reference driver's. */
@@ -39,6 +42,9 @@ static md_status bad_execute(md_device *d, md_handle client, md_handle prepared,
     }
   }
   for (;;) pause();
+#elif defined(MDC_TEST_MUTANTS)
+  const char *m = getenv("MD_MUTANT");
+  if (m && strcmp(m, "crashy") == 0) abort();
 #elif defined(MDC_TEST_FLAKY)
   const char *marker = getenv("MDC_TEST_FLAKY_MARKER");
   if (!marker || access(marker, F_OK) != 0) {
@@ -93,6 +99,10 @@ static md_status bad_open_device(const char *config, md_device **out) {
 #endif
 
 const md_driver *md_driver_entry(uint32_t abi_version) {
+#if defined(MDC_TEST_MUTANTS)
+  const char *m = getenv("MD_MUTANT");
+  if (m && *m && strcmp(m, "crashy") != 0 && strcmp(m, "same") != 0) return NULL;
+#endif
   if (!real) {
     void *h = dlopen(MD_DRIVER_SO, RTLD_NOW | RTLD_LOCAL);
     void *sym = h ? dlsym(h, "md_driver_entry") : NULL;

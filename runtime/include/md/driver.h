@@ -1,7 +1,10 @@
-/* md/driver.h - the memory-domain driver contract, ABI v1 (SPEC.md section 1).
+/* md/driver.h - the memory-domain driver contract, ABI v1 (contract section 1).
  *
  * Public and frozen: tools outside this repository compile against these names, numbers,
- * signatures and struct layouts. C11; needs no other project header. */
+ * signatures and struct layouts. C11; needs no other project header. What each entry point
+ * must do, every status it returns and the settled points are in docs/contract.md (installed
+ * as share/doc/mdc/contract.md); how to build a driver and judge it with mdc is in
+ * docs/driver-guide.md, starting from examples/driver_skeleton/. */
 #ifndef MD_DRIVER_H
 #define MD_DRIVER_H
 

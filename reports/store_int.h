@@ -1,0 +1,61 @@
+/* store_int.h - private to the results store (reports/store*.c): the store's struct, the column
+ * lists of each schema version and the error helpers its files share. */
+#ifndef MDC_STORE_INT_H
+#define MDC_STORE_INT_H
+
+#include <sqlite3.h>
+#include <stdarg.h>
+
+#include "mdc/store.h"
+
+#define MDC_STORE__NOW "strftime('%Y-%m-%dT%H:%M:%fZ','now')"
+
+/* Every column but id, in one order shared by validation, reads and merge. A v1 file lacks the
+ * trailing v2 columns; reading one, the _V1_AS lists put their defaults in their place. */
+#define MDC_STORE__RUN_COLS_V1                                                                   \
+  "uuid, started_at, ended_at, kind, driver_name, driver_version, driver_path, backend, "        \
+  "device, config, seed, shard_index, shard_count, host, revision, cases, passed, failed, "      \
+  "crashed, timed_out, unexpected"
+#define MDC_STORE__RUN_COLS MDC_STORE__RUN_COLS_V1 ", interrupted"
+#define MDC_STORE__RUN_COLS_V1_AS MDC_STORE__RUN_COLS_V1 ", 0"
+#define MDC_STORE__RUN_NCOLS 22
+#define MDC_STORE__CASE_COLS_V1                                                                  \
+  "name, path, status, started_at, ended_at, duration_s, line, message, expected, actual"
+#define MDC_STORE__CASE_COLS                                                                     \
+  MDC_STORE__CASE_COLS_V1 ", event, rule, driver_message, advisory, details"
+#define MDC_STORE__CASE_COLS_V1_AS MDC_STORE__CASE_COLS_V1 ", NULL, NULL, NULL, NULL, NULL"
+#define MDC_STORE__CASE_NCOLS 15
+#define MDC_STORE__FUZZ_CAMPAIGN_COLS "target, jobs, planned_s, out_dir, resumed"
+#define MDC_STORE__FUZZ_STAT_COLS                                                                \
+  "instance, t_s, execs, execs_per_sec, edges, corpus, crashes, hangs, stability, rss_kb"
+#define MDC_STORE__FUZZ_FINDING_COLS                                                             \
+  "target, signature, kind, message, count, first_seen, last_seen, replays, reproduced, "        \
+  "reproducer, minimized, trace"
+
+struct mdc_store {
+  sqlite3 *db;
+  char *path;
+  int version;      /* of the file; < MDC_STORE_SCHEMA_VERSION only when read-only */
+  int readonly, in_batch;
+  sqlite3_stmt *run_insert, *run_end, *case_insert, *case_end, *count, *list_runs, *case_get;
+  sqlite3_stmt *campaign_put, *stat_put, *finding_put;
+  char *row;        /* mdc_case_row strings of case_get */
+  size_t row_cap;
+  char err[1024];
+};
+
+/* Sets the store's message: "results store '<path>': " + fmt. Returns -1. */
+int mdc_store__fail(mdc_store *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* mdc_store__fail with SQLite's message for db's last error appended to what. Returns -1. */
+int mdc_store__fail_db(mdc_store *s, sqlite3 *db, const char *what);
+/* Binds v as text, or NULL when v is NULL (the string must outlive the step). */
+void mdc_store__bind_text(sqlite3_stmt *st, int i, const char *v);
+/* The text of column i, or NULL. */
+const char *mdc_store__text(sqlite3_stmt *st, int i);
+/* Whether the file has the fuzz tables (schema v2 and later). */
+int mdc_store__has_fuzz(const mdc_store *s);
+/* Fills *row from a statement whose columns from `first` are id, run_id, then CASE_COLS (v2
+ * order). Strings point into the statement: valid until its next step. */
+void mdc_store__case_from_stmt(sqlite3_stmt *st, mdc_case_row *row);
+
+#endif

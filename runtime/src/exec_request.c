@@ -1,0 +1,293 @@
+/* exec_request.c - validating an execution request (SPEC section 4) and taking everything the
+ * execution will use (exec_int.h's md__exec): the handles, the pools, each argument. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "mutant.h"
+#include "error.h"
+#include "exec_int.h"
+
+#define TOKFMT "0x%016llx"
+#define TOK(t) ((unsigned long long)(t))
+
+/* ---- lifetime of an md__exec ---- */
+
+void md__exec_free(md__exec *x) {
+  md_device *d = x->d;
+  for (uint32_t i = 0; x->in && i < x->n_in; i++) md__storage_put(d, x->in[i].rd);
+  for (uint32_t i = 0; x->maps && i < x->n_pools; i++) {
+    if (x->maps[i].scope) md__mapping_release(&x->maps[i]);
+    if (x->tok[i]) md__handle_put(&d->ht, x->tok[i]);
+  }
+  if (x->ee) md__handle_put(&d->ht, x->ee);
+  if (x->pe) md__handle_put(&d->ht, x->pe);
+  if (x->ce) md__handle_put(&d->ht, x->ce);
+  free(x);
+}
+
+/* One allocation for an execution and its per-argument and per-pool arrays. */
+static md__exec *exec_alloc(uint32_t n_in, uint32_t n_out, uint32_t n_pools) {
+#define ALIGN8(n) (((n) + 7u) & ~(size_t)7u)
+  size_t off_in = ALIGN8(sizeof(md__exec));
+  size_t off_out = off_in + ALIGN8((size_t)n_in * sizeof(io_arg));
+  size_t off_maps = off_out + ALIGN8((size_t)n_out * sizeof(io_arg));
+  size_t off_tok = off_maps + ALIGN8((size_t)n_pools * sizeof(md__mapping));
+  size_t off_shapes = off_tok + ALIGN8((size_t)n_pools * sizeof(md__hentry *));
+  size_t off_plans = off_shapes + ALIGN8((size_t)n_out * sizeof(md_output_shape));
+  size_t total = off_plans + (size_t)n_pools * sizeof(md__pool_plan);
+#undef ALIGN8
+  uint8_t *p = calloc(1, total);
+  if (!p) return NULL;
+  md__exec *x = (md__exec *)p;
+  x->in = (io_arg *)(p + off_in);
+  x->out = (io_arg *)(p + off_out);
+  x->maps = (md__mapping *)(p + off_maps);
+  x->tok = (md__hentry **)(p + off_tok);
+  x->shapes = (md_output_shape *)(p + off_shapes);
+  x->plans = (md__pool_plan *)(p + off_plans);
+  x->n_in = n_in;
+  x->n_out = n_out;
+  x->n_pools = n_pools;
+  return x;
+}
+
+/* "execute: request pool 3" without formatting on every call: the first 64 names per entry
+ * point are made once. */
+static char pool_names[2][64][40];
+static pthread_once_t pool_names_once = PTHREAD_ONCE_INIT;
+
+static void make_pool_names(void) {
+  for (uint32_t i = 0; i < 64; i++) {
+    snprintf(pool_names[0][i], sizeof pool_names[0][i], "execute: request pool %u", i);
+    snprintf(pool_names[1][i], sizeof pool_names[1][i], "execute_async: request pool %u", i);
+  }
+}
+
+static const char *pool_what(const char *fn, uint32_t i, char *buf, size_t n) {
+  int async = strcmp(fn, "execute_async") == 0;
+  if (i < 64 && (async || strcmp(fn, "execute") == 0)) {
+    pthread_once(&pool_names_once, make_pool_names);
+    return pool_names[async][i];
+  }
+  snprintf(buf, n, "%s: request pool %u", fn, i);
+  return buf;
+}
+
+/* ---- validation ---- */
+
+static md_status check_arg(md__exec *x, const char *fn, const md_request_arg *a, uint32_t is_out, uint32_t i,
+                           io_arg *out) {
+  const md__model *m = x->p->model;
+  const md__operand *o = &m->operands[is_out ? m->outputs[i] : m->inputs[i]];
+  const char *io = is_out ? "output" : "input";
+  char s1[64], s2[64];
+  if (a->has_no_value) {
+    out->kind = ARG_NONE;
+    return MD_NONE;
+  }
+  if (a->pool >= x->n_pools)
+    return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: pool %u is out of range (%u pools)", fn, io, i, a->pool, x->n_pools);
+  if (a->rank > MD_MAX_RANK || (a->rank && !a->dims))
+    return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: rank %u %s", fn, io, i, a->rank,
+                    a->rank > MD_MAX_RANK ? "exceeds MD_MAX_RANK (8)" : "has NULL dims");
+  if (a->rank && md__type_is_scalar(o->type))
+    return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: a scalar takes no dims (rank %u)", fn, io, i, a->rank);
+  out->pool = a->pool;
+  uint32_t axis;
+  if (md__dims_combine(o->rank, o->dims, a->rank, a->dims, &out->rank, out->dims, &axis))
+    return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: dims %s do not combine with the model's %s", fn, io, i,
+                    md__dims_str(a->rank, a->dims, s1, sizeof s1), md__dims_str(o->rank, o->dims, s2, sizeof s2));
+
+  md__hentry *te = x->tok[a->pool];
+  if (te) {
+    md__buffer *b = te->obj;
+    md_token t = x->req->pools[a->pool].token;
+    out->kind = ARG_TOKEN;
+    out->buf = b;
+    if (a->offset || a->length)
+      return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: token " TOKFMT ": offset %llu and length %llu must be 0", fn, io,
+                      i, TOK(t), (unsigned long long)a->offset, (unsigned long long)a->length);
+    if (!md__buffer_has_role(te, x->prepared, is_out, i))
+      return md__fail(MD_INVALID_ARGUMENT,
+                      "%s: %s %u: token " TOKFMT " was not allocated for this role (prepared model 0x%016llx, %s %u)",
+                      fn, io, i, TOK(t), (unsigned long long)x->prepared, io, i);
+    /* Inputs combine with what the buffer holds now, outputs with what it may ever hold. */
+    uint32_t brank, bdims[MD_MAX_RANK];
+    md__spin_lock(&b->lock);
+    brank = is_out ? b->init_rank : b->cur_rank;
+    if (brank) memcpy(bdims, is_out ? md__buf_init_dims(b) : md__buf_cur_dims(b), brank * sizeof *bdims);
+    md__spin_unlock(&b->lock);
+    if (md__dims_combine(out->rank, out->dims, brank, bdims, &out->rank, out->dims, &axis))
+      return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: token " TOKFMT ": dims %s do not combine with the buffer's %s",
+                      fn, io, i, TOK(t), md__dims_str(out->rank, out->dims, s1, sizeof s1),
+                      md__dims_str(brank, bdims, s2, sizeof s2));
+    return MD_NONE;
+  }
+
+  const md_memory *mem = &x->req->pools[a->pool].memory;
+  out->kind = ARG_POOL;
+  out->offset = a->offset;
+  out->length = a->length;
+  uint32_t need_prot = is_out ? PROT_WRITE : PROT_READ;
+  if (!(mem->prot & need_prot))
+    return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: pool %u is not %s (prot %u)", fn, io, i, a->pool,
+                    is_out ? "writable" : "readable", mem->prot);
+  uint64_t size = x->plans[a->pool].logical;
+  if (mem->kind == MD_MEM_HARDWARE_BUFFER) {
+    /* Non-BLOB hardware buffers have no logical size: the argument is the whole buffer. */
+    if (a->offset || a->length)
+      return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: pool %u is a non-BLOB hardware buffer: offset and length must be 0",
+                      fn, io, i, a->pool);
+    out->whole = true;
+  } else if (a->offset > size || a->length > size - a->offset) {
+    return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: offset %llu + length %llu is past the end of pool %u (%llu bytes)",
+                    fn, io, i, (unsigned long long)a->offset, (unsigned long long)a->length, a->pool,
+                    (unsigned long long)size);
+  }
+  bool known = md__type_is_scalar(o->type) || md__dims_known(out->rank, out->dims);
+  uint64_t bytes = known ? md__opnd_bytes(o->type, out->rank, out->dims) : 0;
+  if (!is_out && !known)
+    return md__fail(MD_INVALID_ARGUMENT, "%s: input %u: dims %s are not fully known", fn, i,
+                    md__dims_str(out->rank, out->dims, s1, sizeof s1));
+  if (mem->kind != MD_MEM_HARDWARE_BUFFER && known && (a->length || !is_out) && a->length != bytes)
+    return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: length %llu != %llu bytes of dims %s", fn, io, i,
+                    (unsigned long long)a->length, (unsigned long long)bytes,
+                    md__dims_str(out->rank, out->dims, s1, sizeof s1));
+  return MD_NONE;
+}
+
+md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_handle prepared,
+                          const md_request *req, md__exec **out) {
+  *out = NULL;
+  /* Sized from the request; the counts are checked against the model below. */
+  uint32_t n_in = req ? req->n_inputs : 0, n_out = req ? req->n_outputs : 0, n_pools = req ? req->n_pools : 0;
+  md__exec *x = exec_alloc(n_in, n_out, n_pools);
+  if (!x) return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "%s: out of memory", fn);
+  x->d = d;
+  x->client = client;
+  x->prepared = prepared;
+  x->n_pools = 0;   /* nothing of the pools is held yet (md__exec_free walks n_pools) */
+  md_status st = md__client_get(d, fn, client, &x->ce);
+  if (st != MD_NONE) goto fail;
+  st = md__owned_get(d, fn, "prepared model", client, prepared, MD__KIND_PREPARED, &x->pe);
+  if (st != MD_NONE) goto fail;
+  x->p = x->pe->obj;
+  const md__model *m = x->p->model;
+  if (!req) {
+    st = md__fail(MD_INVALID_ARGUMENT, "%s: request is NULL", fn);
+    goto fail;
+  }
+  x->req = req;
+  if (req->n_inputs != m->n_inputs || req->n_outputs != m->n_outputs) {
+    st = md__fail(MD_INVALID_ARGUMENT, "%s: request has %u inputs and %u outputs, the model %u and %u", fn,
+                  req->n_inputs, req->n_outputs, m->n_inputs, m->n_outputs);
+    goto fail;
+  }
+  if ((req->n_inputs && !req->inputs) || (req->n_outputs && !req->outputs) || (req->n_pools && !req->pools)) {
+    st = md__fail(MD_INVALID_ARGUMENT, "%s: request %s is NULL with a non-zero count", fn,
+                  req->n_inputs && !req->inputs ? "inputs" : req->n_outputs && !req->outputs ? "outputs" : "pools");
+    goto fail;
+  }
+  x->n_pools = req->n_pools;
+
+  /* Pools: tokens valid for this client, memories valid. */
+  for (uint32_t i = 0; i < x->n_pools && st == MD_NONE; i++) {
+    const md_request_pool *rp = &req->pools[i];
+    char buf[64];
+    if (rp->is_token) {
+      st = md__owned_get(d, fn, "token", client, rp->token, MD__KIND_BUFFER, &x->tok[i]);
+      if (st != MD_NONE) {
+        snprintf(buf, sizeof buf, "pool %u: token", i);
+        /* Again with the pool named in the message (a token cannot come back to life). */
+        if (md__owned_get(d, fn, buf, client, rp->token, MD__KIND_BUFFER, &x->tok[i]) == MD_NONE)
+          md__handle_put(&d->ht, x->tok[i]);
+        x->tok[i] = NULL;
+      }
+    } else {
+      st = md__pool_validate(&rp->memory, MD__POOL_IO, pool_what(fn, i, buf, sizeof buf), &x->plans[i]);
+    }
+  }
+  /* Arguments: counts, dims, bounds, roles. */
+  for (uint32_t i = 0; i < x->n_in && st == MD_NONE; i++) st = check_arg(x, fn, &req->inputs[i], 0, i, &x->in[i]);
+  for (uint32_t i = 0; i < x->n_out && st == MD_NONE; i++) st = check_arg(x, fn, &req->outputs[i], 1, i, &x->out[i]);
+  if (st != MD_NONE) goto fail;
+
+  /* A token written by this request is used nowhere else in it (mutant output_alias_unchecked:
+   * not checked). */
+  for (uint32_t i = 0; i < x->n_out && !MD_MUTANT(output_alias_unchecked); i++) {
+    if (x->out[i].kind != ARG_TOKEN) continue;
+    md_token t = req->pools[x->out[i].pool].token;
+    for (uint32_t j = 0; j < x->n_in + x->n_out; j++) {
+      const io_arg *o = j < x->n_in ? &x->in[j] : &x->out[j - x->n_in];
+      if (o == &x->out[i] || o->kind != ARG_TOKEN || req->pools[o->pool].token != t) continue;
+      st = md__fail(MD_INVALID_ARGUMENT, "%s: output %u: token " TOKFMT " is also %s %u of the request", fn, i, TOK(t),
+                    j < x->n_in ? "input" : "output", j < x->n_in ? j : j - x->n_in);
+      goto fail;
+    }
+  }
+
+  /* Inputs must be initialized: after every INVALID_ARGUMENT check (the role comes first). */
+  for (uint32_t i = 0; i < x->n_in; i++) {
+    io_arg *a = &x->in[i];
+    if (a->kind != ARG_TOKEN) continue;
+    if (MD_MUTANT(init_unchecked)) {
+      /* Mutant: an uninitialized buffer's storage is read as it is. */
+      md__spin_lock(&a->buf->lock);
+      a->rd = a->buf->st;
+      if (a->rd) md__ref_get(&a->rd->ref);
+      md__spin_unlock(&a->buf->lock);
+      if (!a->rd) {
+        st = md__fail(MD_GENERAL_FAILURE, "%s: input %u: buffer has no storage", fn, i);
+        goto fail;
+      }
+      continue;
+    }
+    uint32_t rank, dims[MD_MAX_RANK], axis;
+    st = md__buffer_read_begin(a->buf, &a->rd, &rank, dims);
+    if (st != MD_NONE) {
+      md__fail_prefix(st, "%s: input %u: token " TOKFMT, fn, i, TOK(req->pools[a->pool].token));
+      goto fail;
+    }
+    if (md__dims_combine(a->rank, a->dims, rank, dims, &a->rank, a->dims, &axis)) {
+      st = md__fail(MD_INVALID_ARGUMENT, "%s: input %u: the buffer's dims changed during the call", fn, i);
+      goto fail;
+    }
+  }
+
+  /* Map the memory pools last: a pool that cannot be mapped is GENERAL_FAILURE. */
+  md__client *c = x->ce->obj;
+  for (uint32_t i = 0; i < x->n_pools; i++) {
+    if (req->pools[i].is_token) continue;
+    char buf[64];
+    st = md__pool_acquire(c->pools, &req->pools[i].memory, MD__POOL_IO, pool_what(fn, i, buf, sizeof buf),
+                          &x->plans[i], &x->maps[i]);
+    if (st != MD_NONE) goto fail;
+  }
+  /* The backend's fault point (fault plans count valid executions): kernel_fail is reported
+   * by this execution's first kernel; device_lost fails the call itself. */
+  st = md__fault_point(d, MD_FAULT_EXECUTION, fn);
+  if (st == MD_GENERAL_FAILURE) {
+    x->inject_kfail = true;
+    snprintf(x->inject_msg, sizeof x->inject_msg, "%s", md__last_error());
+    md__clear_error();
+    st = MD_NONE;
+  }
+  if (st != MD_NONE) goto fail;
+  x->req = NULL;
+  *out = x;
+  return MD_NONE;
+
+fail:
+  /* SPEC 4: a failed execution leaves every device output of the request uninitialized, also
+   * when it fails before running (the outputs whose tokens were already resolved). */
+  if (req && x->tok && req->outputs && !MD_MUTANT(no_deinit))
+    for (uint32_t i = 0; i < req->n_outputs; i++) {
+      const md_request_arg *a = &req->outputs[i];
+      if (!a->has_no_value && a->pool < x->n_pools && x->tok[a->pool]) md__buffer_uninit(x->tok[a->pool]->obj);
+    }
+  md__exec_free(x);
+  return st;
+}
