@@ -19,7 +19,8 @@ struct fz_harness {
   char config[512];
   fz_runner *runner;
   mdc_fz_prog prog;
-  fz_outcome outs[FZ_MAX_CALLS];
+  fz_outcome own[FZ_MAX_CALLS];
+  fz_outcome *outs;
   int trace_fd;
   volatile uint32_t trace_line;
   volatile char trace_op[32];
@@ -51,6 +52,7 @@ fz_harness *mdc_fz_harness_new(int target, const char *driver, const char *confi
     return NULL;
   }
   h->target = target;
+  h->outs = h->own;
   h->trace_fd = -1;
   snprintf(h->config, sizeof h->config, "%s", config && *config ? config : "backend=sim");
   h->drv = mdc_driver_load(driver && *driver ? driver : NULL, &h->dl, err, errlen);
@@ -60,6 +62,8 @@ fz_harness *mdc_fz_harness_new(int target, const char *driver, const char *confi
   }
   if (target != FZ_TARGET_TRACE) {
     h->runner = mdc_fz_runner_new(h->drv, h->config, (mdc_fz_target)target);
+    const char *strict = getenv("MDC_FUZZ_STRICT");
+    if (h->runner) mdc_fz_runner_strict(h->runner, strict && *strict && strcmp(strict, "0"));
     if (!h->runner) {
       snprintf(err, errlen, "config '%s' is not key=value;... of md/config.h keys", h->config);
       mdc_driver_unload(h->dl);
@@ -90,6 +94,7 @@ const mdc_fz_prog *mdc_fz_harness_prog(const fz_harness *h) { return h->runner ?
 const fz_outcome *mdc_fz_harness_outcomes(const fz_harness *h) { return h->runner ? h->outs : NULL; }
 uint64_t mdc_fz_harness_mem_limit(const fz_harness *h) { return h->runner ? mdc_fz_runner_mem_limit(h->runner) : 0; }
 int mdc_fz_harness_target(const fz_harness *h) { return h->target; }
+void mdc_fz_harness_use_outcomes(fz_harness *h, fz_outcome *outs) { h->outs = outs ? outs : h->own; }
 
 int mdc_fz_harness_current(const fz_harness *h, const char **op) {
   if (h->runner) return mdc_fz_runner_current(h->runner, op);

@@ -31,6 +31,9 @@ int mdc_fz_harness_target(const fz_harness *h);
 /* "tokens", "shapes", "concurrency", "trace"; -1 from parse for another name. */
 const char *mdc_fz_harness_target_name(int target);
 int mdc_fz_harness_target_parse(const char *name);
+/* Makes the next runs keep their outcomes in outs (FZ_MAX_CALLS entries; NULL: the harness's
+ * own), e.g. memory shared with a parent that outlives a crash. */
+void mdc_fz_harness_use_outcomes(fz_harness *h, fz_outcome *outs);
 /* Where the running input is (a call and its op), for crash and hang reports. */
 int mdc_fz_harness_current(const fz_harness *h, const char **op);
 

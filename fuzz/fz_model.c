@@ -447,8 +447,13 @@ static void predict_copy_to(const fz_state *s, const fz_call *k, uint16_t t, fz_
     return;
   }
   if (tok_busy(tk)) {
-    /* SPEC 6: a read racing with a write returns NONE or an error; content indeterminate. */
+    /* SPEC 6: a read racing with a write returns NONE or an error; content indeterminate
+     * (strict: one whole value of those written). */
     pr->set |= FZ_BIT(MD_NONE) | FZ_BIT(MD_GENERAL_FAILURE) | FZ_BIT(MD_INVALID_ARGUMENT);
+    if (s->strict && tk->n_alt && !tk->writers) {
+      pr->n_alt = tk->n_alt;
+      memcpy(pr->alt, tk->alt, sizeof pr->alt);
+    }
     return;
   }
   if (tk->cur_known == FZ_YES && (tk->scalar || mdc_fz_known(&tk->cur))) {
@@ -1009,6 +1014,31 @@ void mdc_fz_block_view(const fz_state *s0, const mdc_fz_prog *p, const fz_block 
         if (out->o[j].owner == i && out->o[j].live == FZ_LIVE) out->o[j].live = FZ_MAYBE_LIVE;
     }
     if (o->kind == MDC_OBJ_TOKEN && ((others & EFF_WRITE) || ((mine & EFF_WRITE) && (others & EFF_READ)))) {
+      /* What a racing reader may see whole: the contents before the block and every copy_from's
+       * source (none when an execution writes it: its contents are not modelled). */
+      fz_tok *t = &o->tok;
+      t->n_alt = 0;
+      int known = 1;
+      if (t->inited == FZ_YES && t->content == FZ_YES) t->alt[t->n_alt++] = (fz_content){t->content_seed, t->content_bytes};
+      else if (t->inited != FZ_NO) known = 0;
+      for (unsigned c = b->first; c < b->end && known; c++) {
+        const fz_call *k = &p->calls[c];
+        const fz_arg *ta = mdc_fz_arg(k, MDC_A_TOKEN);
+        if (k->call == MDC_CALL_COPY_FROM && ta && ta->ref.how == FZ_REF_OBJ && !(ta->ref.forge && ta->ref.v) &&
+            ta->ref.obj == i) {
+          const fz_mem *m = &mdc_fz_arg(k, MDC_A_SRC)->mem;
+          if (t->n_alt < sizeof t->alt / sizeof t->alt[0]) t->alt[t->n_alt++] = (fz_content){m->seed, m->size};
+        } else if ((k->call == MDC_CALL_EXECUTE || k->call == MDC_CALL_EXECUTE_ASYNC)) {
+          const fz_request *rq = &p->requests[mdc_fz_arg(k, MDC_A_REQUEST)->request];
+          for (unsigned q = 0; q < rq->n_out; q++) {
+            const fz_rarg *ra = &rq->out[q];
+            if (!ra->no_value && ra->pool < rq->n_pools && rq->pools[ra->pool].is_token &&
+                rq->pools[ra->pool].token.how == FZ_REF_OBJ && rq->pools[ra->pool].token.obj == i)
+              known = 0;
+          }
+        }
+      }
+      if (!known) t->n_alt = 0;
       o->tok.racy = 1;
       o->tok.content = FZ_NO;
       if (o->tok.inited != FZ_NO || (others & EFF_WRITE)) o->tok.inited = FZ_MAYBE;
@@ -1111,6 +1141,9 @@ int mdc_fz_block_merge(fz_state *s, const mdc_fz_prog *p, const fz_block *b, con
       o->tok.racy = 0;
     }
   }
-  for (unsigned i = 0; i < s->n; i++) s->o[i].racy = 0;
+  for (unsigned i = 0; i < s->n; i++) {
+    s->o[i].racy = 0;
+    s->o[i].tok.n_alt = 0;
+  }
   return 0;
 }

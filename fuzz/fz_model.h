@@ -52,6 +52,12 @@ typedef struct fz_exec {
   uint8_t validated;           /* FZ_YES: request validation passes; MAYBE: it may */
 } fz_exec;
 
+/* Contents a buffer may hold: the engine's random bytes of a seed (0: zeros). */
+typedef struct fz_content {
+  uint32_t seed;
+  uint64_t bytes;
+} fz_content;
+
 typedef struct fz_tok {
   int32_t type;
   float scale;
@@ -71,6 +77,10 @@ typedef struct fz_tok {
   uint8_t writers;             /* async executions in flight that write it */
   uint8_t readers;             /* async executions in flight that read it */
   uint8_t racy;                /* another lane of the running block writes it */
+  /* strict (the reference's documented decision, docs/memory-domains.md): a read racing with
+   * copy_from writes sees one whole value: one of these contents */
+  uint8_t n_alt;
+  fz_content alt[FZ_MAX_LANES * 4 + 1];
 } fz_tok;
 
 typedef struct fz_ev {
@@ -91,6 +101,7 @@ typedef struct fz_obj {
 
 typedef struct fz_state {
   uint64_t mem_limit;
+  uint8_t strict;              /* judge the reference driver's documented decisions too */
   uint64_t pressure;           /* device bytes the run may hold (an upper bound, saturating):
                                   past mem_limit, whatever allocates may be refused */
   uint16_t n;
@@ -110,6 +121,8 @@ typedef struct fz_pred {
   uint8_t check;
   uint32_t check_seed;
   uint64_t check_bytes;
+  uint8_t n_alt;               /* strict: after NONE the destination holds one of these whole */
+  fz_content alt[FZ_MAX_LANES * 4 + 1];
   /* close_client: the leak report, each field known or not */
   uint8_t leaks_known;         /* bit 0 buffers, 1 prepared_models, 2 events, 3 bytes */
   md_leak_report leaks;

@@ -41,6 +41,7 @@ struct fz_runner {
   const md_driver *drv;
   char config[512];
   mdc_fz_target target;
+  int strict;
   slot slots[MAX_SLOTS];
   unsigned used;
   struct shared_mem {
@@ -107,6 +108,8 @@ static void fill_raw(uint32_t seed, uint8_t *out, size_t n) {
     out[i] = (uint8_t)((z >> 32) % 256);
   }
 }
+
+void mdc_fz_runner_strict(fz_runner *r, int strict) { r->strict = strict; }
 
 fz_runner *mdc_fz_runner_new(const md_driver *drv, const char *config, mdc_fz_target t) {
   md_config cfg;
@@ -505,6 +508,26 @@ static void run_call(fz_runner *r, unsigned i, fz_state *st) {
       md_token t = value(r, &mdc_fz_arg(k, MDC_A_TOKEN)->ref);
       if (k->call == MDC_CALL_COPY_TO) {
         got = d->copy_to(dev, client, t, &mem);
+        if (got == MD_NONE && pr->n_alt) {
+          /* strict: a whole value of one writer (or of before the race), never a mix */
+          size_t n = (size_t)fm->size;
+          uint8_t *want = r->scratch, *have = r->scratch + FZ_MAX_POOL_BYTES;
+          int ok = 0;
+          if (n <= FZ_MAX_POOL_BYTES && pread(mem.fd, have, n, (off_t)(fm->kind == MD_MEM_MMAP_FD ? fm->offset : 0)) == (ssize_t)n)
+            for (unsigned a = 0; a < pr->n_alt && !ok; a++) {
+              if (pr->alt[a].bytes != n) continue;
+              if (pr->alt[a].seed) mdc_fz_fill(pr->alt[a].seed, want, n);
+              else memset(want, 0, n);
+              ok = !memcmp(want, have, n);
+            }
+          else ok = 1;
+          int sized = 0;
+          for (unsigned a = 0; a < pr->n_alt; a++) sized |= pr->alt[a].bytes == n;
+          if (!ok && sized)
+            finding(r, (int)i, "torn-read",
+                    "reference decision (docs/memory-domains.md): a read racing with writers sees one whole value",
+                    "copy_to returned NONE with bytes that are none of the %u values written", pr->n_alt);
+        }
         if (got == MD_NONE && pr->check) {
           size_t n = (size_t)pr->check_bytes;
           uint8_t *want = r->scratch, *have = r->scratch + FZ_MAX_POOL_BYTES;
@@ -672,6 +695,7 @@ int mdc_fz_run(fz_runner *r, const mdc_fz_prog *p, fz_outcome *outs, fz_finding 
     return -1;
   }
   mdc_fz_state_init(&r->st, MEM_LIMIT);
+  r->st.strict = (uint8_t)r->strict;
   for (unsigned i = 0; i < p->n_calls && !atomic_load(&r->stop);) {
     const fz_call *k = &p->calls[i];
     if (k->block && r->target == FZ_CONCURRENCY) {

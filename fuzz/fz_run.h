@@ -32,6 +32,9 @@ uint64_t mdc_fz_runner_mem_limit(const fz_runner *r);
  * opened (err holds the driver's message; not a finding). */
 int mdc_fz_run(fz_runner *r, const mdc_fz_prog *p, fz_outcome *outs, fz_finding *f, char *err, size_t errlen);
 
+/* Also judge the reference driver's documented decisions (a racing read sees one whole value),
+ * beyond what SPEC requires of every driver. Off by default. */
+void mdc_fz_runner_strict(fz_runner *r, int strict);
 /* The call index and op the runner is in (for a crash or hang report), -1 when none. */
 int mdc_fz_runner_current(const fz_runner *r, const char **op);
 

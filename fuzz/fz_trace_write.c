@@ -108,7 +108,7 @@ static int made(const wr *w, uint16_t obj) {
   if (w->o->mode == FZ_TRACE_STATIC) return 1;
   if (obj >= w->p->n_objs) return 0;
   const fz_outcome *oc = &w->outs[w->p->objs[obj].call];
-  return oc->ran && oc->got == MD_NONE;
+  return oc->ran == 1 && oc->got == MD_NONE;
 }
 
 /* Whether another driver might not make it (its call may fail by SPEC): uses then need `when`. */
@@ -277,7 +277,7 @@ static json_t *expect_json(wr *w, unsigned i) {
   const fz_outcome *oc = &w->outs[i];
   json_t *e = json_object();
   int n_shapes_given = mdc_fz_arg(k, MDC_A_N_SHAPES) != NULL;
-  if (w->o->mode == FZ_TRACE_OBSERVED) {
+  if (w->o->mode == FZ_TRACE_OBSERVED && oc->ran == 1) {
     json_object_set_new(e, "status", status_json(oc->got));
     if ((k->call == MDC_CALL_EXECUTE || k->call == MDC_CALL_WAIT_EVENT) && !n_shapes_given &&
         (oc->got == MD_NONE || oc->got == MD_OUTPUT_INSUFFICIENT_SIZE))

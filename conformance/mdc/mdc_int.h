@@ -172,6 +172,7 @@ void mdc_cli__run_free(mdc_cli__run *run);
 int mdc_cli__cmd_replay(int argc, char **argv);
 int mdc_cli__cmd_record(int argc, char **argv);
 int mdc_cli__cmd_mutants(int argc, char **argv);
+int mdc_cli__cmd_fuzz(int argc, char **argv);
 int mdc_cli__cmd_report(int argc, char **argv);
 int mdc_cli__cmd_results(int argc, char **argv);
 
