@@ -152,7 +152,10 @@ static md_status check_arg(md__exec *x, const char *fn, const md_request_arg *a,
   if (!is_out && !known)
     return md__fail(MD_INVALID_ARGUMENT, "%s: input %u: dims %s are not fully known", fn, i,
                     md__dims_str(out->rank, out->dims, s1, sizeof s1));
-  if (mem->kind != MD_MEM_HARDWARE_BUFFER && known && (a->length || !is_out) && a->length != bytes)
+  /* SPEC 8.1: an input's length is its byte size; an output's non-zero length may be short of
+   * its fully known dims (OUTPUT_INSUFFICIENT_SIZE, decided at execution), never longer. */
+  bool bad_length = is_out ? a->length > bytes : a->length != bytes;
+  if (mem->kind != MD_MEM_HARDWARE_BUFFER && known && bad_length)
     return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: length %llu != %llu bytes of dims %s", fn, io, i,
                     (unsigned long long)a->length, (unsigned long long)bytes,
                     md__dims_str(out->rank, out->dims, s1, sizeof s1));
