@@ -155,6 +155,7 @@ static md_status check_arg(md__exec *x, const char *fn, const md_request_arg *a,
   /* SPEC 8.1: an input's length is its byte size; an output's non-zero length may be short of
    * its fully known dims (OUTPUT_INSUFFICIENT_SIZE, decided at execution), never longer. */
   bool bad_length = is_out ? a->length > bytes : a->length != bytes;
+  if (is_out && MD_MUTANT(short_output_invalid)) bad_length = a->length && a->length != bytes; /* Mutant: short is invalid. */
   if (mem->kind != MD_MEM_HARDWARE_BUFFER && known && bad_length)
     return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: length %llu != %llu bytes of dims %s", fn, io, i,
                     (unsigned long long)a->length, (unsigned long long)bytes,
@@ -279,6 +280,10 @@ md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_han
     st = MD_NONE;
   }
   if (st != MD_NONE) goto fail;
+  if (MD_MUTANT(release_under_kernel) && strcmp(fn, "execute_async") == 0) { /* Mutant: an async execution drops its prepared model. */
+    md__handle_put(&d->ht, x->pe);
+    x->pe = NULL;
+  }
   x->req = NULL;
   *out = x;
   return MD_NONE;
