@@ -8,7 +8,12 @@
  * threads joined, so none exists at the fork. Each input then opens its own device. A finding
  * prints one line, "MDC-FUZZ-FINDING <signature>", and its message, then aborts so the fuzzer
  * keeps the input; the last inputs are written to $MDC_FUZZ_RECORD (a folder), if set, when a
- * run crashes, for a crash that needs the ones before it. */
+ * run crashes, for a crash that needs the ones before it.
+ *
+ * Run on files (not under a fuzzer), the binary also serves `mdc fuzz` where only a binary of
+ * the fuzzed build can load an instrumented driver: $MDC_FUZZ_TIMEOUT (seconds) reports an input
+ * that hangs ("MDC-FUZZ-HANG call N (op)") and exits 3; $MDC_FUZZ_TRACE_OUT writes the input as
+ * a trace there (what SPEC allows; $MDC_FUZZ_TRACE_NAME its name) instead of judging it. */
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -26,6 +31,18 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static fz_harness *harness;
+static const char *trace_out, *trace_name;
+static unsigned timeout_s;
+
+static void on_alarm(int sig) {
+  (void)sig;
+  const char *op = "";
+  int c = harness ? mdc_fz_harness_current(harness, &op) : -1;
+  char msg[256];
+  int n = snprintf(msg, sizeof msg, "MDC-FUZZ-HANG call %d (%s)\n", c, op ? op : "");
+  if (n > 0 && write(STDERR_FILENO, msg, (size_t)n) < 0) {}
+  _exit(3);
+}
 
 /* The last inputs, kept for $MDC_FUZZ_RECORD (AFL++ 4.04c has no AFL_PERSISTENT_RECORD). */
 #define RECORD_N 4
@@ -67,6 +84,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     fprintf(stderr, "mdc fuzz target %s: %s\n", MDC_FZ_TARGET_NAME, err);
     exit(2);
   }
+  trace_out = getenv("MDC_FUZZ_TRACE_OUT");
+  trace_name = getenv("MDC_FUZZ_TRACE_NAME");
+  const char *to = getenv("MDC_FUZZ_TIMEOUT");
+  timeout_s = to ? (unsigned)atoi(to) : 0;
+  if (timeout_s) signal(SIGALRM, on_alarm);
   record_dir = getenv("MDC_FUZZ_RECORD");
   if (record_dir && *record_dir) {
     signal(SIGABRT, on_fatal);
@@ -104,7 +126,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   fz_finding f;
   char err[640];
-  if (mdc_fz_harness_one(harness, data, size, &f, err, sizeof err)) {
+  if (trace_out && *trace_out) {
+    if (mdc_fz_harness_export(harness, data, size, trace_out, "input", FZ_TRACE_ORACLE,
+                              trace_name && *trace_name ? trace_name : NULL, timeout_s ? timeout_s : 10, err,
+                              sizeof err)) {
+      fprintf(stderr, "mdc fuzz target %s: %s\n", MDC_FZ_TARGET_NAME, err);
+      exit(2);
+    }
+    return 0;
+  }
+  if (timeout_s) alarm(timeout_s);
+  int rc = mdc_fz_harness_one(harness, data, size, &f, err, sizeof err);
+  if (timeout_s) alarm(0);
+  if (rc) {
     fprintf(stderr, "mdc fuzz target %s: %s\n", MDC_FZ_TARGET_NAME, err);
     abort();
   }

@@ -34,6 +34,18 @@ int mdc_fz_harness_target_parse(const char *name);
 /* Makes the next runs keep their outcomes in outs (FZ_MAX_CALLS entries; NULL: the harness's
  * own), e.g. memory shared with a parent that outlives a crash. */
 void mdc_fz_harness_use_outcomes(fz_harness *h, fz_outcome *outs);
+/* Writes the input as a trace to out (docs/fuzzing.md "A finding as a trace"). A program target
+ * runs it once more in a child process whose outcomes are shared memory, so an input that
+ * crashes or hangs (more than timeout seconds) the driver is written too: up to the call it
+ * died in, which expects what SPEC allows. mode: FZ_TRACE_*; name: the header name (NULL: from
+ * input, the file it came from). The trace target writes the input itself. 0, or -1 with err. */
+int mdc_fz_harness_export(fz_harness *h, const uint8_t *data, size_t n, const char *out, const char *input,
+                          int mode, const char *name, unsigned timeout, char *err, size_t errlen);
+/* The trace target's bounds (docs/fuzzing.md): 0 when the bytes would make the engine allocate
+ * or compute more than a fuzz input may (a pool, payload or file between 1 MiB and the engine's
+ * own 1 GiB limit, a dim over 4096, a block repeated more than 50 times); such an input runs
+ * nothing and finds nothing. Values past the engine's limits pass: refusing them is its job. */
+int mdc_fz_trace_input_ok(const uint8_t *data, size_t n);
 /* Where the running input is (a call and its op), for crash and hang reports. */
 int mdc_fz_harness_current(const fz_harness *h, const char **op);
 

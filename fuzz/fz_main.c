@@ -9,10 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "fz_harness.h"
@@ -115,101 +112,6 @@ static int collect(const char *path, list *l) {
   return 0;
 }
 
-/* Writes the input as a trace. A program target runs it once more in a child process whose
- * outcomes are shared memory, so an input that crashes or hangs the driver is written too: up
- * to the call it died in, which expects what SPEC allows. */
-static int write_trace(const char *out, const char *input, const uint8_t *data, size_t n, int mode,
-                       const char *name, unsigned timeout) {
-  int target = mdc_fz_harness_target(H);
-  if (target == FZ_TARGET_TRACE) {
-    FILE *o = fopen(out, "wb");
-    int rc = o && fwrite(data, 1, n, o) == n ? 0 : -1;
-    if (o && fclose(o) != 0) rc = -1;
-    if (rc) fprintf(stderr, "md_fuzz_replay: cannot write '%s': %s\n", out, strerror(errno));
-    return rc;
-  }
-  size_t len = FZ_MAX_CALLS * sizeof(fz_outcome) + sizeof(fz_finding) + 64;
-  uint8_t *shm = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (shm == MAP_FAILED) return -1;
-  fz_outcome *outs = (fz_outcome *)shm;
-  fz_finding *f = (fz_finding *)(shm + FZ_MAX_CALLS * sizeof(fz_outcome));
-  volatile int *done = (volatile int *)(f + 1);
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    char err[640];
-    mdc_fz_harness_use_outcomes(H, outs);
-    if (mdc_fz_harness_one(H, data, n, f, err, sizeof err) == 0) *done = 1;
-    _exit(0);
-  }
-  int st = 0, waited = 0;
-  for (unsigned ms = 0; ms < timeout * 1000u; ms += 5) {
-    if (waitpid(pid, &st, WNOHANG) == pid) {
-      waited = 1;
-      break;
-    }
-    struct timespec ts = {0, 5000000};
-    nanosleep(&ts, NULL);
-  }
-  if (!waited) {
-    kill(pid, SIGKILL);
-    waitpid(pid, &st, 0);
-  }
-  static mdc_fz_prog p;
-  mdc_fz_decode((mdc_fz_target)target, data, n, &p);
-  char why[160] = "";
-  if (!*done) {
-    /* died in a call: the first one predicted and not finished */
-    int c = -1;
-    for (unsigned i = 0; i < p.n_calls && c < 0; i++)
-      if (!outs[i].ran && outs[i].pred.set) c = (int)i;
-    f->found = 1;
-    f->call = c;
-    if (c >= 0) outs[c].ran = 2;
-    if (!waited) snprintf(why, sizeof why, "hung (no end after %u s) in call %d", timeout, c);
-    else if (WIFSIGNALED(st)) snprintf(why, sizeof why, "crashed (signal %d) in call %d", WTERMSIG(st), c);
-    else snprintf(why, sizeof why, "exited with status %d in call %d", WEXITSTATUS(st), c);
-    snprintf(f->message, sizeof f->message, "the driver %s", why);
-  }
-  FILE *o = fopen(out, "w");
-  if (!o) {
-    fprintf(stderr, "md_fuzz_replay: cannot write '%s': %s\n", out, strerror(errno));
-    munmap(shm, len);
-    return -1;
-  }
-  char nm[256], desc[1024];
-  const char *base = strrchr(input, '/');
-  base = base ? base + 1 : input;
-  if (!name) {
-    snprintf(nm, sizeof nm, "fuzz/%s/%.200s", mdc_fz_harness_target_name(target), base);
-    name = nm;
-  }
-  if (f->found)
-    snprintf(desc, sizeof desc, "found by the %s fuzz target: %.900s", mdc_fz_harness_target_name(target), f->message);
-  else
-    snprintf(desc, sizeof desc, "a %s fuzz program", mdc_fz_harness_target_name(target));
-  const char *rule = f->found && strstr(f->message, "rule: ") ? strstr(f->message, "rule: ") + 6 : NULL;
-  char rbuf[256];
-  if (rule) {
-    snprintf(rbuf, sizeof rbuf, "%s", rule);
-    char *br = strstr(rbuf, " [driver said");
-    if (br) *br = 0;
-    rule = rbuf;
-  } else if (f->found && !*done) {
-    rule = "SPEC 6: no call crashes or blocks past its work";
-  }
-  fz_trace_opts to = {.target = (mdc_fz_target)target, .mode = mode, .name = name, .description = desc,
-                      .rule = rule, .mem_limit = mdc_fz_harness_mem_limit(H),
-                      .upto = f->found && f->call >= 0 ? (uint16_t)(f->call + 1) : 0};
-  if (to.upto && p.calls[f->call].block && target == FZ_CONCURRENCY) to.upto = p.blocks[p.calls[f->call].block - 1].end;
-  int rc = mdc_fz_trace_write(o, &p, mode == FZ_TRACE_STATIC ? NULL : outs, &to);
-  if (fclose(o) != 0) rc = -1;
-  if (rc) fprintf(stderr, "md_fuzz_replay: writing '%s' failed\n", out);
-  munmap(shm, len);
-  return rc;
-}
-
 int main(int argc, char **argv) {
   static const struct option opts[] = {{"target", required_argument, 0, 't'}, {"driver", required_argument, 0, 'd'},
                                        {"config", required_argument, 0, 'c'}, {"repeat", required_argument, 0, 'r'},
@@ -303,7 +205,10 @@ int main(int argc, char **argv) {
         hits += !strcmp(f.signature, first.signature);
       }
     }
-    if (trace && i == 0 && write_trace(trace, inputs.v[i], data, n, mode, name, timeout)) bad = 1;
+    if (trace && i == 0 && mdc_fz_harness_export(H, data, n, trace, inputs.v[i], mode, name, timeout, err, sizeof err)) {
+      fprintf(stderr, "md_fuzz_replay: %s\n", err);
+      bad = 1;
+    }
     if (ran && repeat > 1) printf("reproduced %d/%d %s %s\n", hits, repeat, hits ? first.signature : "-", inputs.v[i]);
     else if (ran && first.found) printf("finding %s %s %s\n", inputs.v[i], first.signature, first.message);
     else if (ran && !quiet) printf("ok %s\n", inputs.v[i]);

@@ -207,7 +207,8 @@ int main(int argc, char **argv) {
       FILE *in = fopen(l.v[i], "rb");
       size_t n = in ? fread(buf, 1, sizeof buf, in) : 0;
       if (in) fclose(in);
-      if (!n || n == sizeof buf) {
+      if (!n || n == sizeof buf || !mdc_fz_trace_input_ok(buf, n)) {
+        if (verbose) fprintf(stderr, "  beyond the trace target's bounds: %s\n", l.v[i]);
         beyond++;
         continue;
       }

@@ -40,6 +40,7 @@ typedef struct instance {
   int running;
   long plot_off;            /* plot_data bytes ingested */
   double t0;
+  mdc_fuzz_stat last;       /* its newest plot_data row (written every 5 s; fuzzer_stats every 60) */
 } instance;
 
 typedef struct finding {
@@ -52,6 +53,7 @@ typedef struct finding {
   char binary[4096];
   uint32_t count;           /* inputs with this signature */
   int replays, reproduced;
+  double first_s;           /* when an instance first saved one (AFL++'s "time:" in ms), -1: unknown */
 } finding;
 
 typedef struct campaign {
@@ -275,6 +277,7 @@ static size_t plot_ingest(campaign *c, instance *in, mdc_fuzz_stat *v, size_t ca
     v[n++] = (mdc_fuzz_stat){.instance = in->name, .t_s = col[0], .execs = (int64_t)col[11],
                              .execs_per_sec = col[10], .edges = (int64_t)col[12], .corpus = (int64_t)col[3],
                              .crashes = (int64_t)col[7], .hangs = (int64_t)col[8], .stability = NAN, .rss_kb = -1};
+    in->last = v[n - 1];
   }
   fclose(f);
   in->plot_off = good;
@@ -297,6 +300,15 @@ static void ingest(campaign *c) {
     double hg = stat_num(dir, "saved_hangs"), rt = stat_num(dir, "run_time");
     int64_t r = in->running ? target_rss_kb(in->pid) : -1;
     if (r > rss) rss = r;
+    if (in->last.instance && (isnan(rt) || in->last.t_s > rt)) {
+      /* the plot row is newer than the stats file */
+      e = (double)in->last.execs;
+      s = in->last.execs_per_sec;
+      ed = (double)in->last.edges;
+      co = (double)in->last.corpus;
+      cr = (double)in->last.crashes;
+      hg = (double)in->last.hangs;
+    }
     if (isnan(e)) continue;
     execs += (int64_t)e;
     eps += isnan(s) ? 0 : s;
@@ -432,10 +444,16 @@ static char *asan_env(void) {
 }
 
 /* The environment every target run of this campaign gets: the driver, its config, the mutant,
- * strictness. env must hold 8 entries and bufs 3 of 4200 bytes. */
-static int target_env(const campaign *c, char **env, char bufs[3][4200]) {
+ * strictness. A driver instrumented for AFL++ must be loaded before the target's fork server
+ * starts, so the driver is preloaded too (AFL_PRELOAD under afl-fuzz and afl-tmin, which pass
+ * it to the target only; LD_PRELOAD when mdc runs the target itself). env must hold 8 entries
+ * and bufs 4 of 4200 bytes. */
+static int target_env(const campaign *c, char **env, char bufs[4][4200], int under_afl) {
   int e = 0;
-  if (c->driver) fmt(bufs[0], 4200, "MDC_FUZZ_DRIVER=%s", c->driver), env[e++] = bufs[0];
+  if (c->driver) {
+    fmt(bufs[0], 4200, "MDC_FUZZ_DRIVER=%s", c->driver), env[e++] = bufs[0];
+    fmt(bufs[3], 4200, "%s=%s", under_afl ? "AFL_PRELOAD" : "LD_PRELOAD", c->driver), env[e++] = bufs[3];
+  }
   if (c->config) fmt(bufs[1], 4200, "MDC_FUZZ_CONFIG=%s", c->config), env[e++] = bufs[1];
   if (c->mutant) fmt(bufs[2], 4200, "MD_MUTANT=%s", c->mutant), env[e++] = bufs[2];
   if (c->strict) env[e++] = (char *)"MDC_FUZZ_STRICT=1";
@@ -448,9 +466,9 @@ static int target_env(const campaign *c, char **env, char bufs[3][4200]) {
 static void replay_once(campaign *c, const char *binary, const char *input, char *sig, size_t n, char *kind,
                         char *msg, size_t msgn) {
   static char out[1 << 16];
-  char bufs[3][4200], sym[4200];
+  char bufs[4][4200], sym[4200];
   char *env[12];
-  int e = target_env(c, env, bufs);
+  int e = target_env(c, env, bufs, 0);
   char symbolizer[4096];
   if (in_path("llvm-symbolizer", symbolizer, sizeof symbolizer) ||
       in_path("llvm-symbolizer-14", symbolizer, sizeof symbolizer))
@@ -463,22 +481,13 @@ static void replay_once(campaign *c, const char *binary, const char *input, char
   int st = run_capture(argv, env, 10, out, sizeof out, &to);
   char op[64] = "";
   if (to) {
-    /* where it hangs: md_fuzz_replay's alarm says which call */
+    /* where it hangs: the target's own alarm says which call */
     static char out2[8192];
-    char *argv2[14];
-    int k = 0;
-    argv2[k++] = (char *)MDC_FUZZ_REPLAY;
-    argv2[k++] = (char *)"--target";
-    argv2[k++] = (char *)c->target;
-    argv2[k++] = (char *)"--timeout";
-    argv2[k++] = (char *)"5";
-    if (c->driver) argv2[k++] = (char *)"--driver", argv2[k++] = (char *)c->driver;
-    if (c->config) argv2[k++] = (char *)"--config", argv2[k++] = (char *)c->config;
-    argv2[k++] = (char *)input;
-    argv2[k] = NULL;
+    env[e++] = (char *)"MDC_FUZZ_TIMEOUT=5";
+    env[e] = NULL;
     int to2;
-    run_capture(argv2, env, 20, out2, sizeof out2, &to2);
-    const char *h = strstr(out2, "in call ");
+    run_capture(argv, env, 20, out2, sizeof out2, &to2);
+    const char *h = strstr(out2, "MDC-FUZZ-HANG call ");
     const char *par = h ? strchr(h, '(') : NULL;
     if (par) fmt(op, sizeof op, "%.*s", (int)strcspn(par + 1, ")"), par + 1);
   }
@@ -496,6 +505,7 @@ static finding *finding_for(campaign *c, const char *sig) {
   }
   finding *f = &c->f[c->n_f++];
   memset(f, 0, sizeof *f);
+  f->first_s = -1;
   fmt(f->signature, sizeof f->signature, "%s", sig);
   return f;
 }
@@ -531,9 +541,9 @@ static void minimise(campaign *c, finding *f, const char *base) {
   argv[k++] = (char *)"-t", argv[k++] = tout;
   argv[k++] = (char *)"--", argv[k++] = f->binary;
   argv[k] = NULL;
-  char bufs[3][4200];
+  char bufs[4][4200];
   char *env[12];
-  int e = target_env(c, env, bufs);
+  int e = target_env(c, env, bufs, 1);
   env[e++] = asan_env();
   env[e++] = (char *)"AFL_SKIP_CPUFREQ=1";
   env[e] = NULL;
@@ -547,6 +557,27 @@ static void minimise(campaign *c, finding *f, const char *base) {
     if (!strcmp(sig, f->signature)) rename(tmp, f->minimized);
   }
   unlink(tmp);
+}
+
+/* Writes input as a trace with binary (a target of the fuzzed build: it loads an instrumented
+ * driver too). 0, or -1. */
+static int export_trace(const campaign *c, const char *binary, const char *input, const char *out, const char *name) {
+  char bufs[4][4200], to_out[4300], to_name[400];
+  char *env[16];
+  int e = target_env(c, env, bufs, 0);
+  fmt(to_out, sizeof to_out, "MDC_FUZZ_TRACE_OUT=%s", out);
+  fmt(to_name, sizeof to_name, "MDC_FUZZ_TRACE_NAME=%s", name);
+  env[e++] = to_out;
+  env[e++] = to_name;
+  env[e++] = (char *)"MDC_FUZZ_TIMEOUT=5";
+  env[e++] = asan_env();
+  env[e] = NULL;
+  char *argv[] = {(char *)binary, (char *)input, NULL};
+  static char buf[1 << 14];
+  int to;
+  unlink(out);
+  int st = run_capture(argv, env, 60, buf, sizeof buf, &to);
+  return !to && st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 && access(out, R_OK) == 0 ? 0 : -1;
 }
 
 /* Every crash and hang of this process's instances: replayed, grouped by signature; the first of
@@ -577,6 +608,9 @@ static void triage(campaign *c) {
         finding *f = finding_for(c, sig);
         if (!f) continue;
         f->count++;
+        const char *tm = strstr(e->d_name, ",time:");
+        double t = tm ? strtod(tm + 6, NULL) / 1000.0 : -1;
+        if (t >= 0 && (f->first_s < 0 || t < f->first_s)) f->first_s = t;
         if (!f->repro[0]) {
           fmt(f->repro, sizeof f->repro, "%s", path);
           fmt(f->kind, sizeof f->kind, "%s", kind);
@@ -610,23 +644,7 @@ static void triage(campaign *c) {
     fmt(f->trace, sizeof f->trace, "%s.jsonl", base);
     char name[256];
     fmt(name, sizeof name, "fuzz/%s/%08x", c->target, fnv(f->signature));
-    char *argv[20];
-    int k = 0;
-    argv[k++] = (char *)MDC_FUZZ_REPLAY;
-    argv[k++] = (char *)"--target", argv[k++] = (char *)c->target;
-    argv[k++] = (char *)"--allow-findings", argv[k++] = (char *)"--timeout", argv[k++] = (char *)"5";
-    argv[k++] = (char *)"--trace", argv[k++] = f->trace, argv[k++] = (char *)"--name", argv[k++] = name;
-    if (c->driver) argv[k++] = (char *)"--driver", argv[k++] = (char *)c->driver;
-    if (c->config) argv[k++] = (char *)"--config", argv[k++] = (char *)c->config;
-    argv[k++] = f->minimized;
-    argv[k] = NULL;
-    char bufs[3][4200];
-    char *env[12];
-    target_env(c, env, bufs);
-    static char out[1 << 14];
-    int to;
-    int st = run_capture(argv, env, 60, out, sizeof out, &to);
-    if (to || st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) > 1 || access(f->trace, R_OK)) f->trace[0] = 0;
+    if (export_trace(c, f->binary, f->minimized, f->trace, name)) f->trace[0] = 0;
   }
 }
 
@@ -652,9 +670,9 @@ static int launch(campaign *c, instance *in, const char *seeds, const char *dict
   if (in->cmplog[0]) argv[k++] = (char *)"-c", argv[k++] = in->cmplog;
   argv[k++] = (char *)"--", argv[k++] = in->binary;
   argv[k] = NULL;
-  char bufs[3][4200];
+  char bufs[4][4200];
   char *env[20];
-  int e = target_env(c, env, bufs);
+  int e = target_env(c, env, bufs, 1);
   env[e++] = (char *)"AFL_SKIP_CPUFREQ=1";
   env[e++] = (char *)"AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1";
   env[e++] = (char *)"AFL_NO_UI=1";
@@ -807,8 +825,9 @@ static void usage(FILE *f) {
 
 static int cmd_export(int argc, char **argv) {
   static const struct option opts[] = {{"out", required_argument, 0, 'o'}, {"db", required_argument, 0, 'b'},
-                                       {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-  const char *out = NULL, *db = "results/mdc.db";
+                                       {"fuzz-build", required_argument, 0, 'B'}, {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
+  const char *out = NULL, *db = "results/mdc.db", *fuzz_build = MDC_REPO_ROOT "/build-fuzz";
   int c;
   optind = 1;
   opterr = 0;
@@ -816,6 +835,7 @@ static int cmd_export(int argc, char **argv) {
     switch (c) {
       case 'o': out = optarg; break;
       case 'b': db = optarg; break;
+      case 'B': fuzz_build = optarg; break;
       case 'h': usage(stdout); return MDC_EXIT_OK;
       default:
         fprintf(stderr, "mdc fuzz export: unknown option or missing value '%s'\n", argv[optind - 1]);
@@ -863,22 +883,35 @@ static int cmd_export(int argc, char **argv) {
     fprintf(stderr, "mdc fuzz export: cannot create the folder of '%s'\n", out);
     return MDC_EXIT_USAGE;
   }
-  char *av[20];
-  int k = 0;
-  av[k++] = (char *)MDC_FUZZ_REPLAY;
-  av[k++] = (char *)"--target", av[k++] = pk.target;
-  av[k++] = (char *)"--allow-findings", av[k++] = (char *)"--quiet";
-  av[k++] = (char *)"--trace", av[k++] = (char *)out;
-  if (driver[0]) av[k++] = (char *)"--driver", av[k++] = driver;
-  if (config[0]) av[k++] = (char *)"--config", av[k++] = config;
-  av[k++] = pk.input;
-  av[k] = NULL;
-  char *env[2] = {mutant[0] ? mutant : NULL, NULL};
-  static char outbuf[1 << 14];
-  int to;
-  int st = run_capture(av, env, 120, outbuf, sizeof outbuf, &to);
-  if (to || st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) > 1 || access(out, R_OK)) {
-    fprintf(stderr, "mdc fuzz export: writing the trace failed: %s\n", outbuf);
+  /* The target binary of the fuzz build loads what the campaign loaded (an instrumented driver
+   * too); without a fuzz build, the plain md_fuzz_replay. */
+  campaign cp = {.target = pk.target, .driver = driver[0] ? driver : NULL, .config = config[0] ? config : NULL,
+                .mutant = mutant[0] ? mutant + 10 : NULL, .strict = 0};
+  char bin[4300], name[256];
+  fmt(bin, sizeof bin, "%s/fuzz/md_fuzz_%s", fuzz_build, pk.target);
+  fmt(name, sizeof name, "fuzz/%s/%08x", pk.target, fnv(pk.signature));
+  int failed;
+  if (exists_exec(bin)) {
+    failed = export_trace(&cp, bin, pk.input, out, name);
+  } else {
+    char *av[20];
+    int k = 0;
+    av[k++] = (char *)MDC_FUZZ_REPLAY;
+    av[k++] = (char *)"--target", av[k++] = pk.target;
+    av[k++] = (char *)"--allow-findings", av[k++] = (char *)"--quiet";
+    av[k++] = (char *)"--trace", av[k++] = (char *)out, av[k++] = (char *)"--name", av[k++] = name;
+    if (driver[0]) av[k++] = (char *)"--driver", av[k++] = driver;
+    if (config[0]) av[k++] = (char *)"--config", av[k++] = config;
+    av[k++] = pk.input;
+    av[k] = NULL;
+    char *env[2] = {mutant[0] ? mutant : NULL, NULL};
+    static char outbuf[1 << 14];
+    int to;
+    int st = run_capture(av, env, 120, outbuf, sizeof outbuf, &to);
+    failed = to || st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) > 1 || access(out, R_OK);
+  }
+  if (failed) {
+    fprintf(stderr, "mdc fuzz export: writing the trace of %s failed\n", pk.signature);
     return MDC_EXIT_USAGE;
   }
   fprintf(stderr, "mdc fuzz export: %s (target %s) written to %s\n", pk.signature, pk.target, out);
@@ -890,6 +923,7 @@ static int cmd_export(int argc, char **argv) {
 static void print_json(campaign *c, double dur, int interrupted) {
   json_t *fa = json_array();
   uint32_t crashes = 0, hangs = 0;
+  double first = -1;
   for (size_t i = 0; i < c->n_f; i++) {
     finding *f = &c->f[i];
     if (!strcmp(f->kind, "hang")) hangs++;
@@ -898,6 +932,8 @@ static void print_json(campaign *c, double dur, int interrupted) {
                           f->message, "count", (int)f->count, "replays", f->replays, "reproduced", f->reproduced,
                           "reproducer", f->repro, "minimized", f->minimized);
     json_object_set_new(j, "trace", f->trace[0] ? json_string(f->trace) : json_null());
+    json_object_set_new(j, "first_seen_s", f->first_s >= 0 ? json_real(f->first_s) : json_null());
+    if (f->first_s >= 0 && (first < 0 || f->first_s < first)) first = f->first_s;
     json_array_append_new(fa, j);
   }
   json_t *inst = json_array();
@@ -917,6 +953,7 @@ static void print_json(campaign *c, double dur, int interrupted) {
     json_object_set_new(j, "ratio_to_ceiling",
                         json_real(c->ceiling_eps > 0 && dur > 0 ? (double)c->execs / dur / c->ceiling_eps : 0));
   }
+  json_object_set_new(j, "first_finding_s", first >= 0 ? json_real(first) : json_null());
   json_object_set_new(j, "jobs", json_integer(c->n_inst));
   json_object_set_new(j, "instances", inst);
   json_object_set_new(j, "findings", fa);
@@ -947,8 +984,9 @@ static void summary(FILE *f, campaign *c, double dur, int interrupted) {
     char sig[400], msg[1600];
     mdc_cli__terminal_safe(x->signature, sig, sizeof sig);
     mdc_cli__terminal_safe(x->message, msg, sizeof msg);
-    fprintf(f, "  %-6s %s  (%u input%s, reproduced %d/%d)\n         %s\n         trace: %s\n", x->kind, sig, x->count,
-            x->count == 1 ? "" : "s", x->reproduced, x->replays, msg, x->trace[0] ? x->trace : "(none)");
+    fprintf(f, "  %-6s %s  (%u input%s, first after %.1f s, reproduced %d/%d)\n         %s\n         trace: %s\n",
+            x->kind, sig, x->count, x->count == 1 ? "" : "s", x->first_s, x->reproduced, x->replays, msg,
+            x->trace[0] ? x->trace : "(none)");
   }
 }
 
@@ -960,32 +998,32 @@ static int rm_rf(const char *path) {
   return st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
-/* The driver and config must open a device: md_fuzz_replay running an empty program says. */
-static int probe_driver(const campaign *c) {
+/* The driver and config must open a device: the main target binary running an empty program
+ * says (it, unlike a plain binary, loads a driver instrumented for AFL++ too). */
+static int probe_driver(const campaign *c, const char *binary) {
   char empty[] = "/tmp/mdc-fuzz-probe-XXXXXX";
   int fd = mkstemp(empty);
   if (fd < 0) return 0;
   if (write(fd, "\0\0\0\0", 4) != 4) {}
   close(fd);
-  char *av[14];
-  int k = 0;
-  av[k++] = (char *)MDC_FUZZ_REPLAY;
-  av[k++] = (char *)"--target", av[k++] = (char *)c->target, av[k++] = (char *)"--quiet";
-  if (c->driver) av[k++] = (char *)"--driver", av[k++] = (char *)c->driver;
-  if (c->config) av[k++] = (char *)"--config", av[k++] = (char *)c->config;
-  av[k++] = empty;
-  av[k] = NULL;
-  char bufs[3][4200];
+  char *av[] = {(char *)binary, empty, NULL};
+  char bufs[4][4200];
   char *env[12];
-  target_env(c, env, bufs);
+  int e = target_env(c, env, bufs, 0);
+  env[e++] = asan_env();
+  env[e] = NULL;
   static char out[8192];
   int to;
   int st = run_capture(av, env, 60, out, sizeof out, &to);
   unlink(empty);
   if (!to && st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0) return 0;
-  out[strcspn(out, "\n")] = 0;
-  char safe[1024];
-  mdc_cli__terminal_safe(out[0] ? out : "md_fuzz_replay could not run an empty program", safe, sizeof safe);
+  const char *m = strstr(out, "mdc fuzz target ");
+  char line[1024];
+  if (m) fmt(line, sizeof line, "%.*s", (int)strcspn(m, "\n"), m);
+  else if (to) fmt(line, sizeof line, "opening a device took more than 60 s");
+  else fmt(line, sizeof line, "%s could not run an empty program", binary);
+  char safe[1200];
+  mdc_cli__terminal_safe(line, safe, sizeof safe);
   fprintf(stderr, "mdc fuzz: driver %s: %s\n", c->driver ? c->driver : "(reference)", safe);
   return -1;
 }
@@ -1114,11 +1152,13 @@ int mdc_cli__cmd_fuzz(int argc, char **argv) {
     fprintf(stderr, "mdc fuzz: %s is not built: run `make fuzz-build` first\n", main_bin);
     return MDC_EXIT_USAGE;
   }
-  if (c.driver && access(c.driver, R_OK)) {
+  static char driver_abs[4096];
+  if (c.driver && (access(c.driver, R_OK) || !realpath(c.driver, driver_abs))) {
     fprintf(stderr, "mdc fuzz: --driver '%s': %s\n", c.driver, strerror(errno));
     return MDC_EXIT_USAGE;
   }
-  if (probe_driver(&c)) return MDC_EXIT_USAGE;
+  if (c.driver) c.driver = driver_abs;
+  if (probe_driver(&c, main_bin)) return MDC_EXIT_USAGE;
   if (out_opt) fmt(c.out, sizeof c.out, "%s", out_opt);
   else fmt(c.out, sizeof c.out, "results/fuzz/%s", c.target);
   fmt(c.afl, sizeof c.afl, "%s/afl", c.out);
