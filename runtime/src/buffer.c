@@ -122,10 +122,13 @@ void md__buffer_uninit(md__buffer *b) {
 
 uint64_t md__buffer_bytes(const md__buffer *b) {
   md__buffer *m = (md__buffer *)b;
+  uint32_t dims[MD_MAX_RANK];
   md__spin_lock(&m->lock);
-  uint64_t n = m->st ? m->st->capacity : 0;
+  uint32_t rank = m->cur_rank;
+  if (rank) memcpy(dims, md__buf_cur_dims(m), rank * sizeof *dims);
   md__spin_unlock(&m->lock);
-  return n;
+  if (md__type_is_scalar(m->type)) return md_operand_type_size(m->type);
+  return md__dims_known(rank, dims) ? md__type_bytes(m->type, rank, dims) : 0;
 }
 
 void md__buffer_destroy(md_device *d, md__buffer *b) {

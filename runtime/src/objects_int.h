@@ -132,7 +132,9 @@ void md__storage_put(md_device *d, md__storage *s);
 /* Marks b uninitialized (its dims and storage are kept). Never fails. */
 void md__buffer_uninit(md__buffer *b);
 
-/* The capacity in bytes of b's current storage, 0 when it has none yet. Never fails. */
+/* The byte size of b's current dims (SPEC 8.10: what close_client reports), whatever storage
+ * holds them (a buffer shrunk in place keeps its larger storage); 0 while its dims are not
+ * fully known (never written). Never fails. */
 uint64_t md__buffer_bytes(const md__buffer *b);
 
 /* Whether (prepared, is_output, index) is one of the roles of the buffer behind entry e (which
