@@ -79,11 +79,16 @@ typedef struct wr {
   const fz_outcome *outs;
   const fz_trace_opts *o;
   int err;
+  int v11;                      /* a 1.1 construct was written (when, id, tally, forge add) */
   uint8_t model_done[FZ_MAX_MODELS];
   uint8_t tally[FZ_MAX_OBJS];   /* objects whose kills in the running block are tallied */
 } wr;
 
 static void emit(wr *w, json_t *j) {
+  static const char *const v11_keys[] = {"when", "id", "tally"};
+  for (size_t i = 0; i < sizeof v11_keys / sizeof v11_keys[0]; i++) w->v11 |= json_object_get(j, v11_keys[i]) != NULL;
+  const char *op = json_string_value(json_object_get(j, "op"));
+  if (op && (!strcmp(op, "expect_tally") || !strcmp(op, "expect_unpredictable"))) w->v11 = 1;
   char *s = json_dumps(j, JSON_REAL_PRECISION(9));
   json_decref(j);
   if (!s || fprintf(w->f, "%s\n", s) < 0) w->err = 1;
@@ -130,7 +135,10 @@ static json_t *ref_json(wr *w, const fz_ref *r, uint16_t *when) {
   char name[16];
   obj_name(w->p, r->obj, name, sizeof name);
   if (r->forge == FZ_FORGE_XOR) return json_pack("{s:s,s:o}", "forge", name, "xor", hex64(r->v));
-  if (r->forge == FZ_FORGE_ADD) return json_pack("{s:s,s:I}", "forge", name, "add", (json_int_t)(int64_t)r->v);
+  if (r->forge == FZ_FORGE_ADD) {
+    w->v11 = 1;
+    return json_pack("{s:s,s:I}", "forge", name, "add", (json_int_t)(int64_t)r->v);
+  }
   return json_string(name);
 }
 
@@ -425,19 +433,22 @@ static void block_tallies(wr *w, const fz_block *b) {
 }
 
 int mdc_fz_trace_write(FILE *f, const mdc_fz_prog *p, const fz_outcome *outs, const fz_trace_opts *o) {
-  wr w = {.f = f, .p = p, .outs = outs, .o = o};
-  if (o->mode != FZ_TRACE_STATIC && !outs) return -1;
+  /* The events first, into memory: the header says 1.0 unless a 1.1 construct was needed. */
+  char *body = NULL;
+  size_t body_len = 0;
+  FILE *mem = open_memstream(&body, &body_len);
+  if (!mem) return -1;
+  wr w = {.f = mem, .p = p, .outs = outs, .o = o};
+  if (o->mode != FZ_TRACE_STATIC && !outs) {
+    fclose(mem);
+    free(body);
+    return -1;
+  }
   unsigned upto = o->upto && o->upto < p->n_calls ? o->upto : p->n_calls;
   int allocates = 0;
   for (unsigned i = 0; i < upto; i++) allocates |= p->calls[i].call == MDC_CALL_ALLOCATE;
   char desc[256];
   snprintf(desc, sizeof desc, "fuzz program (target %s), %u calls", mdc_fz_target_name(o->target), upto);
-  json_t *h = json_pack("{s:s,s:s,s:s,s:[s],s:o,s:b,s:[s,s]}", "mdc_trace", "1.1", "name", o->name, "description",
-                        o->description ? o->description : desc, "rules",
-                        o->rule ? o->rule : "SPEC 1-8: the fuzz oracle's state model", "requires",
-                        allocates ? json_pack("[s]", "memory_domains") : json_array(), "must_pass", 1, "tags", "fuzz",
-                        mdc_fz_target_name(o->target));
-  emit(&w, h);
   char config[96];
   if (o->mem_limit) snprintf(config, sizeof config, "seed=%u;mem_limit=%" PRIu64, p->seed, o->mem_limit);
   else snprintf(config, sizeof config, "seed=%u", p->seed);
@@ -467,5 +478,15 @@ int mdc_fz_trace_write(FILE *f, const mdc_fz_prog *p, const fz_outcome *outs, co
     if (o->mode == FZ_TRACE_STATIC || outs[i].ran) emit_call(&w, i);
     i++;
   }
+  if (fclose(mem) != 0) w.err = 1;
+  json_t *h = json_pack("{s:s,s:s,s:s,s:[s],s:o,s:b,s:[s,s]}", "mdc_trace", w.v11 ? "1.1" : "1.0", "name", o->name,
+                        "description", o->description ? o->description : desc, "rules",
+                        o->rule ? o->rule : "SPEC 1-8: the fuzz oracle's state model", "requires",
+                        allocates ? json_pack("[s]", "memory_domains") : json_array(), "must_pass", 1, "tags", "fuzz",
+                        mdc_fz_target_name(o->target));
+  w.f = f;
+  emit(&w, h);
+  if (body && fwrite(body, 1, body_len, f) != body_len) w.err = 1;
+  free(body);
   return w.err || fflush(f) ? -1 : 0;
 }
