@@ -58,7 +58,7 @@ typedef struct finding {
 
 typedef struct campaign {
   const char *target, *driver, *config, *mutant, *db, *fuzz_build, *seeds, *node;
-  int secondary, strict;
+  int secondary, strict, until_finding;
   char out[4096], afl[4096];
   double seconds;
   int jobs, json, quiet, fresh, asan_main, triage_runs, tmin_s;
@@ -682,6 +682,7 @@ static int launch(campaign *c, instance *in, const char *seeds, const char *dict
    * more instances than cores) run unbound. */
   if (c->n_inst > ncpu || conc) env[e++] = (char *)"AFL_NO_AFFINITY=1";
   if (in->asan) env[e++] = asan_env();
+  if (c->until_finding) env[e++] = (char *)"AFL_BENCH_UNTIL_CRASH=1";
   env[e] = NULL;
   char log[4200];
   fmt(log, sizeof log, "%s/%s.log", c->out, in->name);
@@ -816,6 +817,7 @@ static void usage(FILE *f) {
           "  --strict         also judge the reference driver's documented decisions (default: on for\n"
           "                   the reference driver and --mutant; --no-strict turns it off)\n"
           "  --fuzz-build DIR the fuzz builds: DIR, DIR-asan, DIR-cmplog (default %s/build-fuzz)\n"
+          "  --until-finding  stop the campaign at its first crash or hang (AFL_BENCH_UNTIL_CRASH)\n"
           "  --json           one JSON object on stdout\n"
           "  --quiet          no progress line and no summary\n\n"
           "exit status: 0 no finding, 1 findings, 2 bad usage or input (unknown target, no afl++, no\n"
@@ -1041,7 +1043,8 @@ int mdc_cli__cmd_fuzz(int argc, char **argv) {
       {"json", no_argument, 0, 'J'},          {"quiet", no_argument, 0, 'q'},
       {"seeds", required_argument, 0, 'I'},   {"node", required_argument, 0, 'N'},
       {"secondary", no_argument, 0, 'S'},     {"strict", no_argument, 0, 'x'},
-      {"no-strict", no_argument, 0, 'X'},     {"help", no_argument, 0, 'h'},
+      {"no-strict", no_argument, 0, 'X'},     {"until-finding", no_argument, 0, 'U'},
+      {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
   static campaign c;
   memset(&c, 0, sizeof c);
@@ -1078,6 +1081,7 @@ int mdc_cli__cmd_fuzz(int argc, char **argv) {
       case 'S': c.secondary = 1; break;
       case 'x': strict_opt = 1; break;
       case 'X': strict_opt = 0; break;
+      case 'U': c.until_finding = 1; break;
       case 'h': usage(stdout); return MDC_EXIT_OK;
       case 's':
         if (mdc_cli__parse_seconds(optarg, &c.seconds)) {
@@ -1265,6 +1269,10 @@ int mdc_cli__cmd_fuzz(int argc, char **argv) {
       if (x->running && waitpid(x->pid, &st, WNOHANG) == x->pid) {
         x->running = 0;
         kill(-x->pid, SIGKILL);
+        if (c.until_finding) {
+          stop_all(&c, SIGINT);
+          wait_all(&c, now + 15);
+        }
       }
       alive += x->running;
     }
