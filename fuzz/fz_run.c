@@ -51,7 +51,8 @@ struct fz_runner {
   unsigned n_shared;
   int pipe_fds[2];
   int closed_fd;
-  uint8_t *scratch;         /* FZ_MAX_POOL_BYTES * 2 for fills and checks */
+  uint8_t *scratch[FZ_MAX_LANES + 1];   /* 2 * FZ_MAX_POOL_BYTES each: [0] sequential calls, [1 + l] lane l */
+  pthread_mutex_t mem_lock;  /* slots and the shared memories (lanes make memories at once) */
   /* the run */
   md_device *dev;
   const mdc_fz_prog *p;
@@ -65,39 +66,40 @@ struct fz_runner {
   fz_state st;
   fz_state lanes[FZ_MAX_LANES];
   fz_outcome own[FZ_MAX_CALLS];
+  /* Byte i of a seed's payload depends only on the seed and i: the last few seeds' bytes are
+   * kept, so refilling a pool costs a copy, not a draw per byte. Lanes share it. */
+  pthread_mutex_t fill_lock;
+  struct {
+    uint32_t seed;
+    size_t len;
+    uint8_t *bytes;
+  } fill[8];
+  unsigned fill_next;
 };
 
-/* Byte i of a seed's payload depends only on the seed and i: the last few seeds' bytes are
- * kept, so refilling a pool costs a copy, not a draw per byte. */
-#define FILL_CACHE 8
-static _Thread_local struct {
-  uint32_t seed;
-  size_t len;
-  uint8_t *bytes;
-} fill_cache[FILL_CACHE];
-static _Thread_local unsigned fill_next;
-
-static void fill_raw(uint32_t seed, uint8_t *out, size_t n);
-
-static void fill_cached(uint32_t seed, uint8_t *out, size_t n) {
-  for (unsigned i = 0; i < FILL_CACHE; i++)
-    if (fill_cache[i].bytes && fill_cache[i].seed == seed && fill_cache[i].len >= n) {
-      memcpy(out, fill_cache[i].bytes, n);
+static void fill(fz_runner *r, uint32_t seed, uint8_t *out, size_t n) {
+  pthread_mutex_lock(&r->fill_lock);
+  for (unsigned i = 0; i < 8; i++)
+    if (r->fill[i].bytes && r->fill[i].seed == seed && r->fill[i].len >= n) {
+      memcpy(out, r->fill[i].bytes, n);
+      pthread_mutex_unlock(&r->fill_lock);
       return;
     }
-  fill_raw(seed, out, n);
-  unsigned k = fill_next++ % FILL_CACHE;
-  uint8_t *b = realloc(fill_cache[k].bytes, n ? n : 1);
-  if (!b) return;
-  memcpy(b, out, n);
-  fill_cache[k].bytes = b;
-  fill_cache[k].seed = seed;
-  fill_cache[k].len = n;
+  mdc_fz_fill(seed, out, n);
+  unsigned k = r->fill_next++ % 8;
+  uint8_t *b = realloc(r->fill[k].bytes, n ? n : 1);
+  if (b) {
+    memcpy(b, out, n);
+    r->fill[k].bytes = b;
+    r->fill[k].seed = seed;
+    r->fill[k].len = n;
+  }
+  pthread_mutex_unlock(&r->fill_lock);
 }
 
-void mdc_fz_fill(uint32_t seed, uint8_t *out, size_t n) { fill_cached(seed, out, n); }
+void mdc_fz_fill(uint32_t seed, uint8_t *out, size_t n);
 
-static void fill_raw(uint32_t seed, uint8_t *out, size_t n) {
+void mdc_fz_fill(uint32_t seed, uint8_t *out, size_t n) {
   /* splitmix64, one draw per byte, top 32 bits mod 256: the engine's random u8 payload */
   uint64_t s = seed;
   for (size_t i = 0; i < n; i++) {
@@ -117,11 +119,12 @@ fz_runner *mdc_fz_runner_new(const md_driver *drv, const char *config, mdc_fz_ta
   if (md_config_parse(config, &cfg, err, sizeof err) != MD_NONE) return NULL;
   fz_runner *r = calloc(1, sizeof *r);
   if (!r) return NULL;
-  r->scratch = malloc(2 * FZ_MAX_POOL_BYTES);
-  if (!r->scratch) {
-    free(r);
-    return NULL;
-  }
+  for (unsigned i = 0; i <= FZ_MAX_LANES; i++)
+    if (!(r->scratch[i] = malloc(2 * FZ_MAX_POOL_BYTES))) {
+      for (unsigned j = 0; j < i; j++) free(r->scratch[j]);
+      free(r);
+      return NULL;
+    }
   r->drv = drv;
   r->target = t;
   /* The run's keys: the caller's, less seed and mem_limit (each program sets its own). */
@@ -129,7 +132,7 @@ fz_runner *mdc_fz_runner_new(const md_driver *drv, const char *config, mdc_fz_ta
   cfg.has_seed = 0;
   cfg.mem_limit = 0;
   if (md_config_format(&cfg, r->config, sizeof r->config) >= sizeof r->config - 64) {
-    free(r->scratch);
+    for (unsigned i = 0; i <= FZ_MAX_LANES; i++) free(r->scratch[i]);
     free(r);
     return NULL;
   }
@@ -139,6 +142,8 @@ fz_runner *mdc_fz_runner_new(const md_driver *drv, const char *config, mdc_fz_ta
   r->closed_fd = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < INT_MAX
                      ? (int)rl.rlim_cur : 1 << 20;
   pthread_mutex_init(&r->f_lock, NULL);
+  pthread_mutex_init(&r->fill_lock, NULL);
+  pthread_mutex_init(&r->mem_lock, NULL);
   atomic_store(&r->current, -1);
   return r;
 }
@@ -150,7 +155,10 @@ void mdc_fz_runner_free(fz_runner *r) {
   for (int i = 0; i < 2; i++)
     if (r->pipe_fds[i] >= 0) close(r->pipe_fds[i]);
   pthread_mutex_destroy(&r->f_lock);
-  free(r->scratch);
+  pthread_mutex_destroy(&r->fill_lock);
+  pthread_mutex_destroy(&r->mem_lock);
+  for (unsigned i = 0; i < 8; i++) free(r->fill[i].bytes);
+  for (unsigned i = 0; i <= FZ_MAX_LANES; i++) free(r->scratch[i]);
   free(r);
 }
 
@@ -229,7 +237,16 @@ static int same_mem(const fz_mem *a, const fz_mem *b) {
 
 /* A memory for call arguments. `shared`: the driver only reads it, so one with the same spec
  * made earlier in this run is handed out again (fewer pools to map; the same bytes). */
-static int make_mem(fz_runner *r, const fz_mem *m, int shared, md_memory *out) {
+static int make_mem_locked(fz_runner *r, const fz_mem *m, int shared, md_memory *out, uint8_t *scratch);
+
+static int make_mem(fz_runner *r, const fz_mem *m, int shared, md_memory *out, uint8_t *scratch) {
+  pthread_mutex_lock(&r->mem_lock);
+  int rc = make_mem_locked(r, m, shared, out, scratch);
+  pthread_mutex_unlock(&r->mem_lock);
+  return rc;
+}
+
+static int make_mem_locked(fz_runner *r, const fz_mem *m, int shared, md_memory *out, uint8_t *scratch) {
   memset(out, 0, sizeof *out);
   out->kind = (md_memory_kind)m->kind;
   out->prot = m->prot;
@@ -266,9 +283,9 @@ static int make_mem(fz_runner *r, const fz_mem *m, int shared, md_memory *out) {
     uint64_t n = m->size;
     if (base + n > file) n = file > base ? file - base : 0;
     if (n) {
-      if (m->seed) mdc_fz_fill(m->seed, r->scratch, (size_t)n);
-      else memset(r->scratch, 0, (size_t)n);
-      if (pwrite(fd, r->scratch, (size_t)n, (off_t)base) != (ssize_t)n) return -1;
+      if (m->seed) fill(r, m->seed, scratch, (size_t)n);
+      else memset(scratch, 0, (size_t)n);
+      if (pwrite(fd, scratch, (size_t)n, (off_t)base) != (ssize_t)n) return -1;
     }
   }
   return 0;
@@ -333,7 +350,7 @@ static void arg_abi(const fz_rarg *ra, uint32_t *dims, md_request_arg *a) {
                         .rank = ra->dims.rank, .dims = ra->dims.rank ? dims : NULL};
 }
 
-static int request_abi(fz_runner *r, const fz_request *fq, abi_request *a) {
+static int request_abi(fz_runner *r, const fz_request *fq, abi_request *a, uint8_t *scratch) {
   memset(a, 0, sizeof *a);
   for (unsigned j = 0; j < fq->n_pools; j++) {
     if (fq->pools[j].is_token) {
@@ -342,7 +359,7 @@ static int request_abi(fz_runner *r, const fz_request *fq, abi_request *a) {
     } else {
       int written = 0;
       for (unsigned o = 0; o < fq->n_out; o++) written |= fq->out[o].pool == j;
-      if (make_mem(r, &fq->pools[j].mem, !written, &a->pools[j].memory)) return -1;
+      if (make_mem(r, &fq->pools[j].mem, !written, &a->pools[j].memory, scratch)) return -1;
     }
   }
   for (unsigned i = 0; i < fq->n_in; i++) arg_abi(&fq->in[i], a->in_dims[i], &a->in[i]);
@@ -399,7 +416,7 @@ static void judge_exec(fz_runner *r, unsigned i, const fz_pred *pr, md_status go
 }
 
 /* Makes call i with its arguments resolved; judges it against the prediction in st; moves st. */
-static void run_call(fz_runner *r, unsigned i, fz_state *st) {
+static void run_call(fz_runner *r, unsigned i, fz_state *st, uint8_t *scratch) {
   const mdc_fz_prog *p = r->p;
   const fz_call *k = &p->calls[i];
   fz_outcome *oc = &r->outs[i];
@@ -501,7 +518,7 @@ static void run_call(fz_runner *r, unsigned i, fz_state *st) {
     case MDC_CALL_COPY_TO:
     case MDC_CALL_COPY_FROM: {
       const fz_mem *fm = &mdc_fz_arg(k, k->call == MDC_CALL_COPY_TO ? MDC_A_DST : MDC_A_SRC)->mem;
-      if (make_mem(r, fm, k->call == MDC_CALL_COPY_FROM, &mem)) {
+      if (make_mem(r, fm, k->call == MDC_CALL_COPY_FROM, &mem, scratch)) {
         finding(r, (int)i, "harness", "", "cannot make a memory of %" PRIu64 " bytes: %s", fm->size, strerror(errno));
         return;
       }
@@ -511,12 +528,12 @@ static void run_call(fz_runner *r, unsigned i, fz_state *st) {
         if (got == MD_NONE && pr->n_alt) {
           /* strict: a whole value of one writer (or of before the race), never a mix */
           size_t n = (size_t)fm->size;
-          uint8_t *want = r->scratch, *have = r->scratch + FZ_MAX_POOL_BYTES;
+          uint8_t *want = scratch, *have = scratch + FZ_MAX_POOL_BYTES;
           int ok = 0;
           if (n <= FZ_MAX_POOL_BYTES && pread(mem.fd, have, n, (off_t)(fm->kind == MD_MEM_MMAP_FD ? fm->offset : 0)) == (ssize_t)n)
             for (unsigned a = 0; a < pr->n_alt && !ok; a++) {
               if (pr->alt[a].bytes != n) continue;
-              if (pr->alt[a].seed) mdc_fz_fill(pr->alt[a].seed, want, n);
+              if (pr->alt[a].seed) fill(r, pr->alt[a].seed, want, n);
               else memset(want, 0, n);
               ok = !memcmp(want, have, n);
             }
@@ -530,9 +547,9 @@ static void run_call(fz_runner *r, unsigned i, fz_state *st) {
         }
         if (got == MD_NONE && pr->check) {
           size_t n = (size_t)pr->check_bytes;
-          uint8_t *want = r->scratch, *have = r->scratch + FZ_MAX_POOL_BYTES;
+          uint8_t *want = scratch, *have = scratch + FZ_MAX_POOL_BYTES;
           if (n <= FZ_MAX_POOL_BYTES) {
-            if (pr->check_seed) mdc_fz_fill(pr->check_seed, want, n);
+            if (pr->check_seed) fill(r, pr->check_seed, want, n);
             else memset(want, 0, n);
             ssize_t rd = pread(mem.fd, have, n, (off_t)(fm->kind == MD_MEM_MMAP_FD ? fm->offset : 0));
             if (rd != (ssize_t)n || memcmp(want, have, n) != 0) {
@@ -557,7 +574,7 @@ static void run_call(fz_runner *r, unsigned i, fz_state *st) {
     case MDC_CALL_EXECUTE:
     case MDC_CALL_EXECUTE_ASYNC: {
       const fz_request *fq = &p->requests[mdc_fz_arg(k, MDC_A_REQUEST)->request];
-      if (request_abi(r, fq, &aq)) {
+      if (request_abi(r, fq, &aq, scratch)) {
         finding(r, (int)i, "harness", "", "cannot make the request's memories: %s", strerror(errno));
         return;
       }
@@ -605,7 +622,7 @@ typedef struct lane_arg {
   uint8_t lane;
 } lane_arg;
 
-static volatile unsigned spin_sink;
+static _Thread_local volatile unsigned spin_sink;   /* per lane: spins share nothing */
 
 static void preempt(const fz_call *k) {
   switch (k->pre) {
@@ -641,7 +658,7 @@ static void *lane_main(void *arg) {
     }
     atomic_store_explicit(&r->turn, pos + 1, memory_order_release);
     preempt(k);
-    run_call(r, i, &r->lanes[la->lane]);
+    run_call(r, i, &r->lanes[la->lane], r->scratch[1 + la->lane % FZ_MAX_LANES]);
   }
   return NULL;
 }
@@ -704,7 +721,7 @@ int mdc_fz_run(fz_runner *r, const mdc_fz_prog *p, fz_outcome *outs, fz_finding 
       i = b->end;
       continue;
     }
-    run_call(r, i, &r->st);
+    run_call(r, i, &r->st, r->scratch[0]);
     i++;
   }
   atomic_store(&r->current, -1);
