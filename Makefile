@@ -3,11 +3,15 @@ BUILD        ?= build
 BUILD_ASAN   ?= build-asan
 BUILD_TSAN   ?= build-tsan
 BUILD_BENCH  ?= build-bench
+BUILD_FUZZ   ?= build-fuzz
+BUILD_LIBFUZZER ?= build-libfuzzer
 JOBS         ?= $(shell nproc)
 CMAKE_FLAGS  ?=
 CTEST_FLAGS  ?= --output-on-failure -j $(JOBS)
+# A comma inside $(call ...) arguments: written $(comma), or it splits the argument.
+comma := ,
 
-.PHONY: all deps build run test test-main test-asan test-tsan build-bench test-browser bench clean
+.PHONY: all deps build run test test-main test-asan test-tsan build-bench test-browser bench fuzz-build clean
 
 all: build
 
@@ -71,5 +75,25 @@ build-bench: deps
 bench: build-bench
 	$(BUILD_BENCH)/bench/md_bench
 
+# The fuzz targets (docs/fuzzing.md), after the main build (mdc, md_fuzz_replay and the seeds live
+# there): AFL++ persistent shared-memory mode with UBSan ($(BUILD_FUZZ): the main instance), the
+# same with ASan+UBSan ($(BUILD_FUZZ)-asan: a secondary, and triage), the CMPLOG build a secondary
+# uses ($(BUILD_FUZZ)-cmplog), and libFuzzer with ASan+UBSan ($(BUILD_LIBFUZZER)). Each also builds
+# the mutants driver, instrumented. Installs afl++ and clang with apt when they are missing.
+# clang links the sanitizer runtimes into executables only: the driver .so the libFuzzer targets
+# load takes them from the executable (-z undefs after the driver's own --no-undefined).
+FUZZ_FLAGS = -DMD_BUILD_FUZZ=ON -DMD_BUILD_TESTS=OFF -DMD_BUILD_BENCH=OFF -DMD_HIP=off
+fuzz-build: build
+	@scripts/deps.sh afl++ clang
+	$(call configure,$(BUILD_FUZZ),-DCMAKE_C_COMPILER=afl-clang-fast $(FUZZ_FLAGS) -DMD_SANITIZE=undefined)
+	AFL_QUIET=1 cmake --build $(BUILD_FUZZ) -j $(JOBS) --target md_fuzz_targets
+	$(call configure,$(BUILD_FUZZ)-asan,-DCMAKE_C_COMPILER=afl-clang-fast $(FUZZ_FLAGS) -DMD_SANITIZE=address$(comma)undefined)
+	AFL_QUIET=1 cmake --build $(BUILD_FUZZ)-asan -j $(JOBS) --target md_fuzz_targets
+	$(call configure,$(BUILD_FUZZ)-cmplog,-DCMAKE_C_COMPILER=afl-clang-fast $(FUZZ_FLAGS))
+	AFL_QUIET=1 AFL_LLVM_CMPLOG=1 cmake --build $(BUILD_FUZZ)-cmplog -j $(JOBS) --target md_fuzz_targets
+	$(call configure,$(BUILD_LIBFUZZER),-DCMAKE_C_COMPILER=clang $(FUZZ_FLAGS) -DMD_SANITIZE=address$(comma)undefined -DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link -DCMAKE_C_STANDARD_LIBRARIES=-Wl$(comma)-z$(comma)undefs)
+	cmake --build $(BUILD_LIBFUZZER) -j $(JOBS) --target md_fuzz_targets
+	@echo "fuzz-build: AFL++ targets in $(BUILD_FUZZ)/fuzz (and -asan, -cmplog), libFuzzer in $(BUILD_LIBFUZZER)/fuzz"
+
 clean:
-	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_TSAN) $(BUILD_BENCH)
+	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_TSAN) $(BUILD_BENCH) $(BUILD_FUZZ) $(BUILD_FUZZ)-asan $(BUILD_FUZZ)-cmplog $(BUILD_LIBFUZZER)

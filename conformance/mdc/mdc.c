@@ -12,6 +12,7 @@ static void usage(FILE *f) {
           "  replay [options] PATH...          replay traces against a driver, each in its own process\n"
           "  record --out FILE [...] -- PROG   record a workload's driver calls as a trace\n"
           "  mutants [options]                 build the reference driver's mutants, print the kill matrix\n"
+          "  fuzz --target T [options]         an AFL++ campaign on a fuzz target; fuzz export SIGNATURE\n"
           "  results [--run UUID|latest]       a stored run's verdicts on the terminal (or --json)\n"
           "  report [options] --out DIR        the results store as a page, a PR summary and JUnit\n"
           "  report --compare RUN_A RUN_B      what changed between two runs (exit 1: regressed)\n"
@@ -78,6 +79,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "replay")) return mdc_cli__cmd_replay(argc - 1, argv + 1);
   if (!strcmp(cmd, "record")) return mdc_cli__cmd_record(argc - 1, argv + 1);
   if (!strcmp(cmd, "mutants")) return mdc_cli__cmd_mutants(argc - 1, argv + 1);
+  if (!strcmp(cmd, "fuzz")) return mdc_cli__cmd_fuzz(argc - 1, argv + 1);
   if (!strcmp(cmd, "report")) return mdc_cli__cmd_report(argc - 1, argv + 1);
   if (!strcmp(cmd, "db")) return cmd_db(argc - 1, argv + 1);
   if (!strcmp(cmd, "results")) return mdc_cli__cmd_results(argc - 1, argv + 1);

@@ -183,6 +183,7 @@ mdc_verdict mdc_cli__differential(const md_driver *d, const char *path, const md
 int mdc_cli__cmd_replay(int argc, char **argv);
 int mdc_cli__cmd_record(int argc, char **argv);
 int mdc_cli__cmd_mutants(int argc, char **argv);
+int mdc_cli__cmd_fuzz(int argc, char **argv);
 int mdc_cli__cmd_report(int argc, char **argv);
 int mdc_cli__cmd_results(int argc, char **argv);
 

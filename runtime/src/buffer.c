@@ -69,8 +69,10 @@ void md__buffer_write_commit(md_device *d, md__buffer *b, md__write *w, uint32_t
   } else {
     drop = w->st;           /* same storage: drop the caller's extra reference */
   }
-  b->cur_rank = rank;
-  if (rank) memcpy(md__buf_cur_dims(b), dims, rank * sizeof *dims);
+  if (!MD_MUTANT(resize_keeps_dims) || !b->initialized) { /* Mutant: the dims of the first write stay. */
+    b->cur_rank = rank;
+    if (rank) memcpy(md__buf_cur_dims(b), dims, rank * sizeof *dims);
+  }
   b->initialized = true;
   md__spin_unlock(&b->lock);
   w->st = NULL;

@@ -348,7 +348,7 @@ md_status md__wait_event(md_device *d, md_handle client, md_handle event, uint64
     st = md__fail(MD_MISSED_DEADLINE_TRANSIENT, "wait_event: event 0x%016llx: not finished within %llu ns",
                   (unsigned long long)event, (unsigned long long)timeout_ns);
   } else if (!(MD_MUTANT(failed_event_not_consumed) && est != MD_NONE) && /* Mutant: a failure stays to be read again. */
-             !md__handle_kill(&d->ht, ee, event)) {
+             !md__handle_kill(&d->ht, ee, event) && !MD_MUTANT(wait_twice)) { /* Mutant: racing waits both consume it. */
     /* Another wait consumed it first. */
     if (shapes && n_shapes) memset(shapes, 0, n_shapes * sizeof *shapes);
     if (timing) timing->on_device_ns = timing->in_driver_ns = UINT64_MAX;

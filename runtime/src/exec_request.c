@@ -198,12 +198,14 @@ static md_status check_arg(md__exec *x, const char *fn, const md_request_arg *a,
   if (!is_out && !known)
     return md__fail(MD_INVALID_ARGUMENT, "%s: input %u: dims %s are not fully known", fn, i,
                     md__dims_str(out->rank, out->dims, s1, sizeof s1));
-  /* SPEC 8.1: a shorter output is OUTPUT_INSUFFICIENT_SIZE, decided at execution; a longer one,
-   * and an input of any other length, are INVALID_ARGUMENT. */
-  /* (Mutants output_/input_length_larger_accepted: a longer argument is taken for one that fits.) */
-  if (mem->kind != MD_MEM_HARDWARE_BUFFER && known &&
-      (is_out ? a->length > bytes && !MD_MUTANT(output_length_larger_accepted)
-              : a->length != bytes && !(MD_MUTANT(input_length_larger_accepted) && a->length > bytes)))
+  /* SPEC 8.1: an input's length is its byte size; an output's non-zero length may be short of
+   * its fully known dims (OUTPUT_INSUFFICIENT_SIZE, decided at execution), never longer.
+   * (Mutants output_/input_length_larger_accepted: a longer argument is taken for one that fits;
+   * short_output_invalid: a short output is invalid.) */
+  bool bad_length = is_out ? a->length > bytes && !MD_MUTANT(output_length_larger_accepted)
+                           : a->length != bytes && !(MD_MUTANT(input_length_larger_accepted) && a->length > bytes);
+  if (is_out && MD_MUTANT(short_output_invalid)) bad_length = a->length && a->length != bytes;
+  if (mem->kind != MD_MEM_HARDWARE_BUFFER && known && bad_length)
     return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: length %llu != %llu bytes of dims %s", fn, io, i,
                     (unsigned long long)a->length, (unsigned long long)bytes,
                     md__dims_str(out->rank, out->dims, s1, sizeof s1));
@@ -394,6 +396,9 @@ md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_han
     st = MD_NONE;
   }
   if (st != MD_NONE) goto fail;
+  if (MD_MUTANT(release_under_kernel) && strcmp(fn, "execute_async") == 0) { /* Mutant: an async execution drops its prepared model. */
+    md__handle_unuse(&d->ht, &x->pe);
+  }
   x->req = NULL;
   *out = x;
   return MD_NONE;

@@ -1,0 +1,44 @@
+/* fz_run.h - private to fuzz/: the harness core. Runs a program against a driver through its
+ * md_driver table, judging every call with the state model (fz_model.h), and runs a concurrent
+ * block's lanes on real threads in the order the program gives (fz_run.c).
+ *
+ * The device is opened at the start of each run and closed at its end: nothing of the driver
+ * (its worker threads included) outlives a run, which is what lets the AFL++ fork server fork
+ * before the first run and persistent mode reuse the process. */
+#ifndef MDC_FZ_RUN_H
+#define MDC_FZ_RUN_H
+
+#include "fz_trace.h"
+
+typedef struct fz_finding {
+  int found;
+  int call;                      /* the call it is about (-1: none) */
+  char signature[128];           /* oracle:<op>:<what>:<hash>, stable across runs */
+  char message[768];
+} fz_finding;
+
+typedef struct fz_runner fz_runner;
+
+/* A runner for driver drv (the table stays the caller's). config: the driver's open_device
+ * keys (backend=..., may be NULL); the runner adds seed= and mem_limit=. NULL when out of
+ * memory or when config is too long. Not thread-safe: one runner per thread. */
+fz_runner *mdc_fz_runner_new(const md_driver *drv, const char *config, mdc_fz_target t);
+void mdc_fz_runner_free(fz_runner *r);
+/* The device's memory limit the runner configures (the model's mem_limit). */
+uint64_t mdc_fz_runner_mem_limit(const fz_runner *r);
+
+/* Runs p. outs (p->n_calls entries, may be NULL) gets each call's outcome, f the first
+ * finding. Returns 0 when the run ended (findings in f), -1 when the device could not be
+ * opened (err holds the driver's message; not a finding). */
+int mdc_fz_run(fz_runner *r, const mdc_fz_prog *p, fz_outcome *outs, fz_finding *f, char *err, size_t errlen);
+
+/* Also judge the reference driver's documented decisions (a racing read sees one whole value),
+ * beyond what SPEC requires of every driver. Off by default. */
+void mdc_fz_runner_strict(fz_runner *r, int strict);
+/* The call index and op the runner is in (for a crash or hang report), -1 when none. */
+int mdc_fz_runner_current(const fz_runner *r, const char **op);
+
+/* The random u8 payload of the engine (docs/trace-format.md "Payloads"): byte i of seed s. */
+void mdc_fz_fill(uint32_t seed, uint8_t *out, size_t n);
+
+#endif
