@@ -53,7 +53,7 @@ test-main: build
 	cd $(BUILD) && ctest $(CTEST_FLAGS)
 
 test-asan: deps
-	$(call configure,$(BUILD_ASAN),-DCMAKE_BUILD_TYPE=Debug -DMD_SANITIZE=address,undefined -DMD_BUILD_BENCH=OFF)
+	$(call configure,$(BUILD_ASAN),-DCMAKE_BUILD_TYPE=Debug -DMD_SANITIZE=address$(comma)undefined -DMD_BUILD_BENCH=OFF)
 	cmake --build $(BUILD_ASAN) -j $(JOBS)
 	cd $(BUILD_ASAN) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest $(CTEST_FLAGS)
 

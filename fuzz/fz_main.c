@@ -108,7 +108,7 @@ static int collect(const char *path, list *l) {
     if (stat(p, &st) == 0 && S_ISREG(st.st_mode)) push(l, p);
   }
   closedir(d);
-  qsort(l->v + first, l->n - first, sizeof *l->v, cmp);
+  if (l->n > first) qsort(l->v + first, l->n - first, sizeof *l->v, cmp);
   return 0;
 }
 

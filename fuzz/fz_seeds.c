@@ -196,7 +196,7 @@ int main(int argc, char **argv) {
   }
   list l = {0};
   for (int i = optind; i < argc; i++) walk(argv[i], &l);
-  qsort(l.v, l.n, sizeof *l.v, cmp);
+  if (l.n) qsort(l.v, l.n, sizeof *l.v, cmp);
   static mdc_fz_prog p, q;
   static uint8_t buf[1 << 20];
   unsigned made = 0, beyond = 0, broken = 0;

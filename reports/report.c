@@ -283,7 +283,7 @@ static int load_list(rp_baseline *b, const char *path, char *err, size_t errlen)
     seterr(err, errlen, "baseline '%s': read error", path);
     return MDC_REPORT_EINPUT;
   }
-  qsort(b->names, b->n_names, sizeof *b->names, name_cmp);
+  if (b->n_names) qsort(b->names, b->n_names, sizeof *b->names, name_cmp);
   b->seen = calloc(b->n_names + 1, 1);
   if (!b->seen) {
     seterr(err, errlen, "baseline '%s': out of memory", path);

@@ -610,7 +610,7 @@ static int mutants(rp_report *r, FILE *f) {
     mdc_store_run_row_free(&mr);
     return -1;
   }
-  qsort(cols, ncols, sizeof *cols, str_cmp);
+  if (ncols) qsort(cols, ncols, sizeof *cols, str_cmp);
   size_t killed = 0;
   for (size_t i = 0; i < n; i++) killed += !strcmp(m[i].status, "Pass");
   char when[32], id[9];

@@ -347,7 +347,7 @@ int mdc_store_verdict_changes(mdc_store *s, const int64_t *run_ids, size_t n_run
   size_t n = 0;
   for (size_t i = 0; i < m.cap; i++)
     if (m.v[i].name) m.v[n++] = m.v[i];
-  qsort(m.v, n, sizeof *m.v, by_changes);
+  if (n) qsort(m.v, n, sizeof *m.v, by_changes);
   if (limit && n > limit) {
     for (size_t i = limit; i < n; i++) free(m.v[i].name);
     n = limit;

@@ -176,7 +176,7 @@ static int block_lint(mdc__run *r, mdc__where *w, const block *b) {
     return mdc__terr(w, "out of memory");
   }
   /* By name, then line: in each name's run, a writer and an entry of another lane is a race. */
-  qsort(u, n, sizeof *u, use_cmp);
+  if (n) qsort(u, n, sizeof *u, use_cmp);   /* u is NULL when no lane uses a memory */
   for (size_t i = 0, end; i < n; i = end) {
     const mem_use *wr = NULL, *lo = &u[i], *hi = &u[i];
     for (end = i; end < n && strcmp(u[end].name, u[i].name) == 0; end++) {

@@ -208,7 +208,7 @@ static size_t predictable_pairs(const uint64_t *v, size_t n, uint64_t *example_a
   uint64_t *hi = malloc(n * sizeof *hi);
   if (!hi) return 0;
   for (size_t i = 0; i < n; i++) hi[i] = v[i];
-  qsort(hi, n, sizeof *hi, cmp_u64); /* sorted by value: equal high halves are adjacent */
+  if (n) qsort(hi, n, sizeof *hi, cmp_u64); /* sorted by value: equal high halves are adjacent */
   size_t pairs = 0;
   for (size_t i = 1; i < n; i++)
     if ((hi[i] >> 32) == (hi[i - 1] >> 32) && hi[i] != hi[i - 1]) {

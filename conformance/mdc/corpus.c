@@ -163,7 +163,7 @@ int mdc_cli__collect(const char *const *paths, size_t n, mdc_cli__paths *out, ch
   }
   /* Sorted by path, so the order never depends on the file system; then each file once (the
    * first of its paths in that order). */
-  qsort(w.v, w.n, sizeof *w.v, cmp_found);
+  if (w.n) qsort(w.v, w.n, sizeof *w.v, cmp_found);
   found **by_id = malloc(w.n * sizeof *by_id);
   out->v = malloc(w.n * sizeof *out->v);
   if (!by_id || !out->v) {
@@ -172,7 +172,7 @@ int mdc_cli__collect(const char *const *paths, size_t n, mdc_cli__paths *out, ch
     goto fail;
   }
   for (size_t i = 0; i < w.n; i++) by_id[i] = &w.v[i];
-  qsort(by_id, w.n, sizeof *by_id, cmp_identity);
+  if (w.n) qsort(by_id, w.n, sizeof *by_id, cmp_identity);
   for (size_t i = 1; i < w.n; i++)
     if (by_id[i]->dev == by_id[i - 1]->dev && by_id[i]->ino == by_id[i - 1]->ino) {
       free(by_id[i]->path);   /* a later path to a file already listed */
