@@ -4,6 +4,8 @@
 # table (each program target against each mutant whose rule concerns it, from one tiny seed, until
 # the first finding or the limit). Sequential, one core at a time (--jobs 1).
 # Usage: scripts/fuzz_figures.sh [SECONDS_PER_TARGET [SECONDS_PER_MUTANT [OUT_DIR]]]
+# TARGETS="tokens shapes" and PAIRS="mutant:target ..." pick a part (two parts run side by side on
+# two cores, each part on one).
 # Needs `make fuzz-build`. Writes OUT_DIR/figures.db, OUT_DIR/<target>.json, OUT_DIR/sensitivity.tsv.
 set -uo pipefail
 secs=${1:-1800}
@@ -16,7 +18,7 @@ mkdir -p "$out"
 db="$out/figures.db"
 
 if [ -z "${SKIP_CAMPAIGNS:-}" ]; then
-  for t in tokens shapes concurrency trace; do
+  for t in ${TARGETS:-tokens shapes concurrency trace}; do
     echo "== $t: ${secs} s (ceiling first)" >&2
     "$mdc" fuzz --target "$t" --seconds "$secs" --ceiling 60 --fresh --out "$out/$t" --db "$db" --json --quiet \
       > "$out/$t.json"
@@ -33,11 +35,11 @@ PY
 fi
 
 # mutant -> targets whose rule concerns it
-pairs="mac_unchecked:tokens token_unbound:tokens leak_report_wrong:tokens role_unchecked:tokens
+pairs="${PAIRS:-mac_unchecked:tokens token_unbound:tokens leak_report_wrong:tokens role_unchecked:tokens
 output_alias_unchecked:tokens init_unchecked:tokens stale_slot_token:tokens no_deinit:tokens
 copy_to_init_first:shapes no_deinit:shapes fixed_dims_resized:shapes combine_zero_wrong:shapes
 short_output_invalid:shapes resize_keeps_dims:shapes init_unchecked:shapes
-free_under_kernel:concurrency writers_unguarded:concurrency wait_twice:concurrency release_under_kernel:concurrency"
+free_under_kernel:concurrency writers_unguarded:concurrency wait_twice:concurrency release_under_kernel:concurrency}"
 seeds="$out/tiny-seeds"
 if [ -z "${SKIP_SENSITIVITY:-}" ]; then
   printf 'mutant\ttarget\tfound\tseconds_to_first\tsignature\treproduced\n' > "$out/sensitivity.tsv"

@@ -184,7 +184,7 @@ _rows = [
     Rule("4.wait", "4", "wait_event fills the shapes and timing and returns the execution's status, consuming "
          "the event: a second wait is INVALID_ARGUMENT", ["wait_event"], "INVALID_ARGUMENT", "output",
          ["after_failure", "handle", "counts"],
-         ["async/wait_returns_status_shapes_results", "async/second_wait_rejected",
+         ["async/wait_returns_status_shapes_results", "async/second_wait_rejected", "concurrency/racing_waits_consume_the_event_once",
           "async/many_events_reverse_order", "async/timed_out_wait_keeps_event"]),
     Rule("4.close_in_flight", "4", "close_client waits for its in-flight executions or lets them finish; it never "
          "frees memory under them", ["close_client"], "NONE", "none", ["after_failure"],
