@@ -41,6 +41,7 @@ copy_to_init_first:shapes no_deinit:shapes fixed_dims_resized:shapes combine_zer
 short_output_invalid:shapes resize_keeps_dims:shapes init_unchecked:shapes
 free_under_kernel:concurrency writers_unguarded:concurrency wait_twice:concurrency release_under_kernel:concurrency}"
 seeds="$out/tiny-seeds"
+mkdir -p "$seeds"
 if [ -z "${SKIP_SENSITIVITY:-}" ]; then
   printf 'mutant\ttarget\tfound\tseconds_to_first\tsignature\treproduced\n' > "$out/sensitivity.tsv"
   for p in $pairs; do
