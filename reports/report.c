@@ -521,7 +521,10 @@ static int install(const char *tmp, const char *out, int exists, char *err, size
 
 static FILE *create_in(const char *dir, const char *name, char *err, size_t errlen) {
   char p[PATH_MAX];
-  snprintf(p, sizeof p, "%s/%s", dir, name);
+  if (snprintf(p, sizeof p, "%s/%s", dir, name) >= (int)sizeof p) {
+    seterr(err, errlen, "cannot write '%s/%s': the path is longer than %d bytes", dir, name, PATH_MAX - 1);
+    return NULL;
+  }
   FILE *f = fopen(p, "w");
   if (!f) seterr(err, errlen, "cannot write '%s': %s", p, strerror(errno));
   return f;
