@@ -624,10 +624,17 @@ static void predict_exec(const fz_state *s, const mdc_fz_prog *p, const fz_call 
       lenient = 1;
   }
   ex->validated = pr->set ? FZ_MAYBE : FZ_YES;
-  /* Past validation: what the run gives. */
+  /* Past validation: what the run gives. It needs device memory for its inputs before it finds
+   * anything else (SPEC 8.3: not what is free now is RESOURCE_EXHAUSTED_TRANSIENT). */
   fz_set run = 0;
+  uint64_t in_bytes = 0;
+  for (unsigned i = 0; i < rq->n_in; i++) {
+    uint64_t b = mdc_fz_bytes(MD_TENSOR_FLOAT32, &in_dims[i]);
+    if (b != UINT64_MAX) in_bytes += b;
+  }
+  run |= pressure(s, in_bytes);
   if (lenient || racy) {
-    run = FZ_BIT(MD_NONE) | FZ_BIT(MD_INVALID_ARGUMENT) | FZ_BIT(MD_GENERAL_FAILURE) |
+    run |= FZ_BIT(MD_NONE) | FZ_BIT(MD_INVALID_ARGUMENT) | FZ_BIT(MD_GENERAL_FAILURE) |
           FZ_BIT(MD_OUTPUT_INSUFFICIENT_SIZE) | FZ_BIT(MD_RESOURCE_EXHAUSTED_TRANSIENT) |
           FZ_BIT(MD_RESOURCE_EXHAUSTED_PERSISTENT);
   } else {
@@ -635,10 +642,10 @@ static void predict_exec(const fz_state *s, const mdc_fz_prog *p, const fz_call 
     int r = mdc_fz_infer(m, in_dims, prod);
     if (r == -1) {
       /* Inputs whose shapes the operation cannot take: the request's fault or the run's. */
-      run = FZ_BIT(MD_INVALID_ARGUMENT) | FZ_BIT(MD_GENERAL_FAILURE);
+      run |= FZ_BIT(MD_INVALID_ARGUMENT) | FZ_BIT(MD_GENERAL_FAILURE);
       why(pr, "SPEC 7: the inputs' dims do not broadcast");
     } else if (r == -2) {
-      run = FZ_BIT(MD_GENERAL_FAILURE) | FZ_BIT(MD_INVALID_ARGUMENT);
+      run |= FZ_BIT(MD_GENERAL_FAILURE) | FZ_BIT(MD_INVALID_ARGUMENT);
       why(pr, "SPEC 4: produced dims disagree with the model's declared output dims");
     } else {
       int gf = 0, short_out = 0;
@@ -925,11 +932,17 @@ void mdc_fz_apply(fz_state *s, const mdc_fz_prog *p, const fz_call *k, const fz_
         s->o[k->obj].ev.ex = pr->ex;
         s->o[k->obj].ev.prepared = mdc_fz_arg(k, MDC_A_PREPARED)->ref.obj;
       }
+      /* It may finish at any time before its wait (a driver may run it before execute_async
+       * returns): until then a token it writes may be initialized or not, at its old dims or the
+       * produced ones, with its old content or the new (SPEC 4). */
       for (unsigned i = 0; i < pr->ex.n_out; i++)
         if (pr->ex.out_tok[i] != FZ_NOBODY) {
           fz_tok *t = &s->o[pr->ex.out_tok[i]].tok;
           if (t->readers || t->writers) disturb_events(s, pr->ex.out_tok[i]);
           t->writers++;
+          t->inited = FZ_MAYBE;
+          t->cur_known = FZ_MAYBE;
+          t->content = FZ_NO;
         }
       for (unsigned i = 0; i < FZ_MAX_ARGS; i++)
         if (pr->ex.in_tok[i] != FZ_NOBODY) s->o[pr->ex.in_tok[i]].tok.readers++;

@@ -15,8 +15,12 @@ uint64_t md__type_bytes(md_operand_type type, uint32_t rank, const uint32_t *dim
   if (n == 0) return 0;
   if (md__type_is_scalar(type)) return n;
   if (rank == 0 || rank > MD_MAX_RANK) return 0;
-  for (uint32_t i = 0; i < rank; i++) {
+  /* Not fully known is 0 whatever the order of the axes: an overflow of the known ones before
+   * an unknown one is not a size (found by the tokens fuzz target: [921, 2593823232, ..., 0] was
+   * UINT64_MAX, so allocate refused as RESOURCE_EXHAUSTED_PERSISTENT what [0, ...] accepted). */
+  for (uint32_t i = 0; i < rank; i++)
     if (dims[i] == 0) return 0;
+  for (uint32_t i = 0; i < rank; i++) {
     if (n > UINT64_MAX / dims[i]) return UINT64_MAX;
     n *= dims[i];
   }

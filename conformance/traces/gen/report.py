@@ -52,7 +52,8 @@ AREA_TEXT = OrderedDict([
                    "`not_a_pool_handle_rejected_by_every_driver` holds for drivers without §9 too" % CONTRACT),
     ("fuzz", "findings of the fuzz targets (`docs/fuzzing.md`), exported by `mdc fuzz` (minimised, expecting what "
              "SPEC allows): §8.1 a short output with fully known dims is OUTPUT_INSUFFICIENT_SIZE; §8.10 leak report "
-             "bytes are the current size of a buffer shrunk in place"),
+             "bytes are the current size of a buffer shrunk in place; §3/8.3 dims not fully known are no size, whatever the "
+             "order of their axes"),
     ("numerics", "§7 operation semantics: ADD/SUB/MUL broadcasting of either and both operands under every fused "
                  "activation, RELU, FULLY_CONNECTED, SOFTMAX and CONCATENATION on every axis of ranks 1-4, RESHAPE; "
                  "NaN and infinities"),
