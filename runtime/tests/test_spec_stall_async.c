@@ -8,24 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "support.h"
-
-static const uint32_t D23[2] = {2, 3};
-#define B23 24u
-static const float A[6] = {1, 2, 3, 4, 5, 6}, B[6] = {10, 20, 30, 40, 50, 60};
-
-typedef struct fx {
-  mdt_env e;
-  md_handle p;   /* ADD float32 [2,3] */
-} fx;
-
-static void fx_open(fx *f, const char *config) {
-  mdt_env_open(&f->e, config);
-  mdt_model b;
-  f->p = mdt_prepare(&f->e, mdt_add_model(&b, 2, D23, 2, D23, 2, D23, 0));
-}
-
-static const char *msg(fx *f) { return f->e.drv->last_error(f->e.dev); }
+#include "fault_fixture.h"
 
 /* A request of the ADD: x + y into a new zero-filled pool. */
 static void add_request(mdt_request *r, const float *x, const float *y) {
