@@ -20,6 +20,9 @@
 #include "objects_int.h"
 
 /* The handle table's destroy callback: the last reference to an object went. */
+/* A thread's cache drops the pin it kept with a buffer's entry: a reference on its storage. */
+static void unpin_storage(void *ctx, void *pin) { md__storage_put(ctx, pin); }
+
 static void destroy_object(void *ctx, md__hentry *e) {
   md_device *d = ctx;
   switch ((md__kind)atomic_load_explicit(&e->kind, memory_order_relaxed)) {
@@ -59,6 +62,7 @@ static md_status open_device(const char *config, md_device **out) {
     if (MD_MUTANT(mac_key_shared)) memset(key, 0x5a, sizeof key); /* Mutant: one key for every device. */
   }
   md__htable_init(&d->ht, key, destroy_object, d);
+  d->ht.unpin = unpin_storage;
   atomic_fetch_add(&md__kernel_registry_pins, 1);
   pthread_mutex_init(&d->q_lock, NULL);
   pthread_condattr_t ca;   /* the async workers sleep until monotonic deadlines (exec_async.c) */

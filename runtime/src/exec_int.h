@@ -24,6 +24,8 @@ typedef struct io_arg {
   uint32_t dims[MD_MAX_RANK];
   md__buffer *buf;           /* token args */
   md__storage *rd;           /* token inputs: storage held for reading */
+  bool rd_pinned;            /* rd is held by the pin of the thread's cache slot (tok[pool]),
+                                not by a reference of this execution's */
 } io_arg;
 
 /* A run's state between md__exec_issue and md__exec_finish (exec_run.c's; md__exec holds it so

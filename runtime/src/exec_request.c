@@ -17,7 +17,8 @@
 
 void md__exec_free(md__exec *x) {
   md_device *d = x->d;
-  for (uint32_t i = 0; x->in && i < x->n_in; i++) md__storage_put(d, x->in[i].rd);
+  for (uint32_t i = 0; x->in && i < x->n_in; i++)
+    if (!x->in[i].rd_pinned) md__storage_put(d, x->in[i].rd);
   for (uint32_t i = 0; x->maps && i < x->n_pools; i++) {
     if (x->maps[i].scope) md__mapping_release(&x->maps[i]);
     md__handle_unuse(&d->ht, &x->tok[i]);
@@ -335,7 +336,13 @@ md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_han
       md__storage_put(d, a->rd);
       a->rd = NULL;
     }
-    rs[i] = md__buffer_read_snapshot(a->buf, &a->rd, &rank, dims);
+    /* A synchronous execution reads through its thread's pin on the storage (no shared
+     * count moves); an async one, whose handles are plain references, takes a reference. */
+    bool again = false;   /* the same pool read by an earlier input: its pin may not move */
+    for (uint32_t j = 0; j < i; j++) again |= x->in[j].kind == ARG_TOKEN && x->in[j].pool == a->pool;
+    void **pin = x->cached && !again ? md__use_pin(&x->tok[a->pool]) : NULL;
+    rs[i] = md__buffer_read_pinned(d, a->buf, pin, &a->rd, &rank, dims);
+    a->rd_pinned = pin && rs[i] == MD__READ_OK;
     if (MD_MUTANT(input_dims_vs_initial)) { /* Mutant: combined with the buffer's initial dims. */
       rank = a->buf->init_rank;
       if (rank) memcpy(dims, md__buf_init_dims(a->buf), rank * sizeof *dims);

@@ -128,6 +128,18 @@ static void *dev_addr(md_device *d, const opnd_state *s) {
 }
 
 /* Every device output of the request becomes uninitialized (SPEC 4: failures). */
+/* Before an output's write to a token: this thread's pin on the buffer's storage (an earlier
+ * execution read it) would send the write to fresh storage, so it goes -- unless an input of
+ * this execution reads through the same pin. */
+static void unpin_output(md__exec *x, const io_arg *a) {
+  void **pin = x->cached ? md__use_pin(&x->tok[a->pool]) : NULL;
+  if (!pin || !*pin) return;
+  for (uint32_t i = 0; i < x->n_in; i++)
+    if (x->in[i].rd_pinned && x->in[i].pool == a->pool) return;
+  md__storage_put(x->d, *pin);
+  *pin = NULL;
+}
+
 static void deinit_device_outputs(md__exec *x, opnd_state *os) {
   const md__model *m = x->p->model;
   for (uint32_t i = 0; i < x->n_out; i++) {
@@ -340,6 +352,7 @@ static md_status run_op(md__exec *x, md__exec_ctx *ctx, md_stream *stream, uint3
         goto out;
       }
       if (a->kind == ARG_TOKEN && !s->host) {
+        unpin_output(x, a);
         st = md__buffer_write_begin(d, a->buf, s->bytes, &s->w);
         if (st != MD_NONE) {
           md__fail_prefix(st, "output %u", o->io_index);

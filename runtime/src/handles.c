@@ -2,6 +2,7 @@
 #include "mutant.h"
 #include "handles.h"
 
+#include <sched.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,20 +129,25 @@ void md__handle_put(md__htable *t, md__hentry *e) {
 }
 
 /* ---- per-thread reference caches (handles.h) ----
- * A slot holds an entry pointer with two flag bits: BUSY while a call of its thread uses it,
- * DEAD when a kill found it busy (that thread then drops the reference). Only the owner sets
- * BUSY and makes a slot non-zero; a killer only moves an idle slot to 0 (stealing its
- * reference) or a busy one to DEAD. The owner-only arrays say which handle and table each slot
- * was filled for. The caches of all threads are one static array: a thread that ends drops its
- * references and its cache is reused by the next thread that needs one. */
+ * A slot holds an entry pointer with three flag bits: BUSY while a call of its thread uses it,
+ * DEAD when a kill found it busy (that thread then drops the reference), HELD while another
+ * thread (a kill's steal, md__htable_unpin_idle) works on an idle slot's pin. Only the owner
+ * sets BUSY and makes a slot non-zero; another thread only moves an idle slot to HELD (and from
+ * there to 0, or back to idle) or a busy one to DEAD. The owner-only arrays say which handle
+ * and table each slot was filled for, and its pin; whoever moved the slot away from idle (to
+ * BUSY, HELD or 0) is the only one to touch its pin. The caches of all threads are one static
+ * array: a thread that ends drops its references and its cache is reused by the next thread
+ * that needs one. */
 #define RC_BUSY ((uintptr_t)1)
 #define RC_DEAD ((uintptr_t)2)
-#define RC_FLAGS (RC_BUSY | RC_DEAD)
+#define RC_HELD ((uintptr_t)4)
+#define RC_FLAGS (RC_BUSY | RC_DEAD | RC_HELD)
 
 typedef struct refcache {
   _Alignas(64) _Atomic uintptr_t slot[MD__RC_SLOTS];
   _Alignas(64) uint64_t handle[MD__RC_SLOTS];   /* owner-only */
   md__htable *table[MD__RC_SLOTS];              /* owner-only */
+  void *pin[MD__RC_SLOTS];                      /* see above */
   uint32_t victim;                              /* owner-only: next slot to evict */
   _Atomic int in_use;
 } refcache;
@@ -157,13 +163,30 @@ static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
 static _Atomic int cache_key_made;
 static _Thread_local refcache *mine;
 
+/* Drops a slot's pin, then its entry reference (the pin may live inside the object). The
+ * caller has the slot to itself: it moved it to 0 or holds it busy or HELD. */
+static void slot_drop(md__htable *t, refcache *rc, unsigned i, md__hentry *e) {
+  void *p = rc->pin[i];
+  rc->pin[i] = NULL;
+  if (p && t->unpin) t->unpin(t->ctx, p);
+  if (e) md__handle_put(t, e);
+}
+
+/* An idle slot's value, waiting out a HELD (another thread is dropping its pin: a few loads and
+ * a storage put, never a block). */
+static uintptr_t slot_settled(refcache *rc, unsigned i) {
+  uintptr_t v;
+  while ((v = atomic_load_explicit(&rc->slot[i], memory_order_acquire)) & RC_HELD) sched_yield();
+  return v;
+}
+
 /* A thread ends: its idle references go (it holds no busy one: no call of it runs). */
 static void cache_exit(void *p) {
   refcache *rc = p;
   for (unsigned i = 0; i < MD__RC_SLOTS; i++) {
-    uintptr_t v = atomic_load_explicit(&rc->slot[i], memory_order_acquire);
+    uintptr_t v = slot_settled(rc, i);
     if (v && !(v & RC_FLAGS) && atomic_compare_exchange_strong(&rc->slot[i], &v, 0))
-      md__handle_put(rc->table[i], (md__hentry *)v);
+      slot_drop(rc->table[i], rc, i, (md__hentry *)v);
     rc->handle[i] = 0;
     rc->table[i] = NULL;
   }
@@ -209,8 +232,8 @@ static refcache *my_cache(void) {
 }
 
 /* Takes back the references every thread's cache holds on e, whose handle was just killed:
- * idle slots are emptied (their reference dropped here), busy ones marked dead (their thread
- * drops it when its call ends). The caller holds a reference of its own. */
+ * idle slots are emptied (their pin and reference dropped here), busy ones marked dead (their
+ * thread drops them when its call ends). The caller holds a reference of its own. */
 static void steal(md__htable *t, md__hentry *e) {
   uint32_t n = atomic_load_explicit(&n_caches, memory_order_acquire);
   for (uint32_t c = 0; c < n; c++) {
@@ -218,9 +241,16 @@ static void steal(md__htable *t, md__hentry *e) {
     for (unsigned i = 0; i < MD__RC_SLOTS; i++) {
       uintptr_t v = atomic_load(&rc->slot[i]);
       while ((v & ~RC_FLAGS) == (uintptr_t)e && !(v & RC_DEAD)) {
-        if (v & RC_BUSY) {
+        if (v & RC_HELD) {
+          sched_yield();
+          v = atomic_load(&rc->slot[i]);
+        } else if (v & RC_BUSY) {
           if (atomic_compare_exchange_weak(&rc->slot[i], &v, v | RC_DEAD)) break;
-        } else if (atomic_compare_exchange_weak(&rc->slot[i], &v, 0)) {
+        } else if (atomic_compare_exchange_weak(&rc->slot[i], &v, v | RC_HELD)) {
+          void *p = rc->pin[i];
+          rc->pin[i] = NULL;
+          atomic_store(&rc->slot[i], 0);
+          if (p && t->unpin) t->unpin(t->ctx, p);
           md__handle_put(t, e);
           break;
         }
@@ -233,7 +263,7 @@ md__hentry *md__handle_use(md__htable *t, md_handle h, md__kind kind, md__use *u
   refcache *rc = my_cache();
   int empty = -1;
   for (unsigned i = 0; rc && i < MD__RC_SLOTS; i++) {
-    uintptr_t v = atomic_load_explicit(&rc->slot[i], memory_order_relaxed);
+    uintptr_t v = atomic_load_explicit(&rc->slot[i], memory_order_acquire);
     if (rc->handle[i] != h || rc->table[i] != t || !h) {
       if (!v && empty < 0) empty = (int)i;
       continue;
@@ -260,10 +290,10 @@ md__hentry *md__handle_use(md__htable *t, md_handle h, md__kind kind, md__use *u
   int j = empty;
   for (unsigned k = 0; rc && j < 0 && k < MD__RC_SLOTS; k++) {
     unsigned i = (rc->victim + k) % MD__RC_SLOTS;
-    uintptr_t v = atomic_load_explicit(&rc->slot[i], memory_order_relaxed);
+    uintptr_t v = atomic_load_explicit(&rc->slot[i], memory_order_acquire);
     if (!v) j = (int)i;
     else if (!(v & RC_FLAGS) && atomic_compare_exchange_strong(&rc->slot[i], &v, 0)) {
-      md__handle_put(rc->table[i], (md__hentry *)v);   /* the least recently filled goes */
+      slot_drop(rc->table[i], rc, i, (md__hentry *)v);   /* the least recently filled goes */
       j = (int)i;
     }
   }
@@ -293,10 +323,10 @@ void md__handle_unuse(md__htable *t, md__use *u) {
   unsigned i = (unsigned)u->slot;
   uintptr_t v = (uintptr_t)e | RC_BUSY;
   if (!atomic_compare_exchange_strong(&rc->slot[i], &v, (uintptr_t)e)) {
-    /* A kill marked it dead while it was busy: the reference is this thread's to drop. */
+    /* A kill marked it dead while it was busy: the pin and reference are this thread's to drop. */
     atomic_store(&rc->slot[i], 0);
     rc->handle[i] = 0;
-    md__handle_put(t, e);
+    slot_drop(t, rc, i, e);
     return;
   }
   /* Idle again. A kill between the use and now whose scan saw it busy marked it dead (handled
@@ -304,12 +334,51 @@ void md__handle_unuse(md__htable *t, md__use *u) {
    * scan has not reached this slot yet and will steal it: either way someone drops it. But a
    * slot filled by a miss after the kill's scan passed it is seen by nobody: check. */
   if (atomic_load(&e->handle) != rc->handle[i]) {
-    v = (uintptr_t)e;
-    if (atomic_compare_exchange_strong(&rc->slot[i], &v, 0)) {
+    v = slot_settled(rc, i);
+    if (v == (uintptr_t)e && atomic_compare_exchange_strong(&rc->slot[i], &v, 0)) {
       rc->handle[i] = 0;
-      md__handle_put(t, e);
+      slot_drop(t, rc, i, e);
     }
   }
+}
+
+void **md__use_pin(md__use *u) {
+  if (!u->e || u->slot < 0 || !mine) return NULL;
+  return &mine->pin[(unsigned)u->slot];
+}
+
+void md__handle_unpin_mine(md__htable *t, md_handle h) {
+  refcache *rc = mine;
+  for (unsigned i = 0; rc && h && i < MD__RC_SLOTS; i++) {
+    if (rc->handle[i] != h || rc->table[i] != t) continue;
+    uintptr_t v = slot_settled(rc, i);
+    if (!v || (v & RC_FLAGS) || !atomic_compare_exchange_strong(&rc->slot[i], &v, v | RC_BUSY)) continue;
+    void *p = rc->pin[i];
+    rc->pin[i] = NULL;
+    if (p && t->unpin) t->unpin(t->ctx, p);
+    md__use u = {(md__hentry *)v, (int8_t)i};
+    md__handle_unuse(t, &u);   /* idle again, or dropped if a kill came meanwhile */
+  }
+}
+
+unsigned md__htable_unpin_idle(md__htable *t, const void *pin) {
+  unsigned dropped = 0;
+  uint32_t n = atomic_load_explicit(&n_caches, memory_order_acquire);
+  for (uint32_t c = 0; pin && c < n; c++) {
+    refcache *rc = &caches[c];
+    for (unsigned i = 0; i < MD__RC_SLOTS; i++) {
+      uintptr_t v = atomic_load(&rc->slot[i]);
+      if (!v || (v & RC_FLAGS) || !atomic_compare_exchange_strong(&rc->slot[i], &v, v | RC_HELD)) continue;
+      void *p = rc->pin[i];
+      if (p == pin) rc->pin[i] = NULL;
+      atomic_store(&rc->slot[i], v);
+      if (p == pin) {
+        if (t->unpin) t->unpin(t->ctx, p);
+        dropped++;
+      }
+    }
+  }
+  return dropped;
 }
 
 bool md__handle_kill(md__htable *t, md__hentry *e, md_handle h) {

@@ -51,6 +51,9 @@ _Static_assert(sizeof(md__hentry) == 64, "a handle entry is one cache line");
 typedef struct md__htable md__htable;
 /* Called once when an entry's last reference goes, before the slot is recycled. */
 typedef void (*md__hdestroy_fn)(void *ctx, md__hentry *e);
+/* Drops a pin (below: md__use_pin) a thread's cache kept with an entry; called with the
+ * table's ctx, before the entry's reference that the cache held with it is dropped. */
+typedef void (*md__hunpin_fn)(void *ctx, void *pin);
 
 struct md__htable {
   _Atomic(md__hentry *) chunks[MD__HT_MAX_CHUNKS];
@@ -60,6 +63,7 @@ struct md__htable {
   _Atomic uint64_t live;     /* entries not yet recycled */
   uint8_t key[16];
   md__hdestroy_fn destroy;
+  md__hunpin_fn unpin;       /* NULL: nothing is ever pinned */
   void *ctx;
 };
 
@@ -117,6 +121,24 @@ md__hentry *md__handle_use(md__htable *t, md_handle h, md__kind kind, md__use *u
 /* Ends a use of md__handle_use (NULL e: nothing; u->e is NULL after). Must run on the thread
  * that made the use. */
 void md__handle_unuse(md__htable *t, md__use *u);
+/* Pins. A cache slot may keep, besides its reference on an entry, one reference on something
+ * of the object's (a buffer keeps its current storage there, buffer.c): a stream of calls on
+ * the same object then reuses it without moving a shared count either. The pin is the slot's:
+ * it is dropped (the table's unpin) whenever the slot's entry reference goes (eviction, kill,
+ * the thread's end), always before that reference.
+ *
+ * md__use_pin gives the pin of a use made through the cache (the slot is busy: only this
+ * thread reads or replaces it until md__handle_unuse), or NULL for a plain reference; a new
+ * value must carry its own reference, and the old one is the caller's to drop. Calling thread
+ * only. */
+void **md__use_pin(md__use *u);
+/* Drops the pin the calling thread's cache keeps with handle h of t, if any (its slot idle). */
+void md__handle_unpin_mine(md__htable *t, md_handle h);
+/* Drops every pin equal to `pin` in the idle slots of every thread's cache (a write that found
+ * the object's storage held and had no memory for fresh storage). Returns how many. Pins of
+ * busy slots (a call in flight uses them) stay. */
+unsigned md__htable_unpin_idle(md__htable *t, const void *pin);
+
 /* Why h is not a live handle of `kind`, as a static phrase for messages ("was already
  * released", "is a handle of another kind", "never issued by this device", ...). Reads the
  * entry without a reference, so a racing release may make the answer stale; never fails. */

@@ -309,6 +309,9 @@ md_status md__copy_from(md_device *d, md_handle client, md_token token, const md
     goto fail;
   }
   if ((st = md__pool_acquire(c->pools, src, MD__POOL_COPY, "copy_from: src", &plan, &map)) != MD_NONE) goto fail;
+  /* This thread's own pin on the storage (an earlier execution read the buffer) would send the
+   * write to fresh storage: drop it. */
+  md__handle_unpin_mine(&d->ht, token);
   if ((st = md__buffer_write_begin(d, b, bytes, &w)) != MD_NONE) {
     md__fail_prefix(st, "copy_from: token " TOKFMT, TOK(token));
     goto fail;
@@ -327,12 +330,7 @@ fail:
   /* SPEC 3: any failure of copy_from leaves the buffer uninitialized. */
   if (w.st) md__buffer_write_abort(d, b, &w);
   else md__buffer_uninit(b);
-  if (MD_MUTANT(copy_from_failure_resets_dims)) { /* Mutant: back to the initial dims. */
-    md__spin_lock(&b->lock);
-    b->cur_rank = b->init_rank;
-    if (b->init_rank) memcpy(md__buf_cur_dims(b), md__buf_init_dims(b), b->init_rank * sizeof(uint32_t));
-    md__spin_unlock(&b->lock);
-  }
+  if (MD_MUTANT(copy_from_failure_resets_dims)) md__buffer_reset_dims(b); /* Mutant: back to the initial dims. */
 done:
   if (map.scope) md__mapping_release(&map);
   md__handle_put(&d->ht, be);

@@ -76,6 +76,9 @@ typedef struct md__buffer {
   md_operand_type type;
   float scale;
   int32_t zero_point;
+  _Atomic uint32_t seq;      /* odd while the lock's holder changes those fields (a seqlock for
+                                md__buffer_read_pinned, which reads them without the lock;
+                                buffer.c stores them with atomic stores) */
   md__storage *st;           /* current storage (may be &first or a grown one) */
   md__storage first;
   uint32_t n_roles;
@@ -152,6 +155,19 @@ md_status md__buffer_read_begin(md__buffer *b, md__storage **st, uint32_t *rank,
  * only when the result is MD__READ_OK. No message is written. */
 typedef enum md__read_state { MD__READ_OK = 0, MD__READ_UNINITIALIZED = 1, MD__READ_BEING_WRITTEN = 2 } md__read_state;
 md__read_state md__buffer_read_snapshot(md__buffer *b, md__storage **st, uint32_t *rank, uint32_t *dims);
+
+/* md__buffer_read_snapshot for a reader that keeps a pin (handles.h: md__use_pin; pin NULL:
+ * exactly md__buffer_read_snapshot). When the result is MD__READ_OK, *st is the current storage
+ * and the pin holds the reference on it: the caller must not put *st, and may use it while
+ * its use of the buffer's handle lasts. The hit -- the pin is still the current storage --
+ * reads the buffer's fields under its seqlock and writes nothing; a miss takes a reference
+ * under the lock, makes it the pin and drops the old pin. A pinned storage is held, so writes
+ * to the buffer go to fresh storage while any thread keeps it pinned (see write_begin). */
+md__read_state md__buffer_read_pinned(md_device *d, md__buffer *b, void **pin, md__storage **st, uint32_t *rank,
+                                      uint32_t *dims);
+
+/* Sets b's current dims back to its initial ones (a mutant's path). Never fails. */
+void md__buffer_reset_dims(md__buffer *b);
 
 /* Drops a reference on s (NULL is ignored); the last one frees its device memory, and s itself
  * unless it is embedded in its buffer. Never fails. */

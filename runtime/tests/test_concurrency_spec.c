@@ -627,6 +627,114 @@ static void idle_thread_case(int close_instead) {
 Test(concurrency, free_buffer_takes_back_what_an_idle_threads_executions_cached) { idle_thread_case(0); }
 Test(concurrency, close_client_takes_back_what_an_idle_threads_executions_cached) { idle_thread_case(1); }
 
+/* ---- a thread's pin on a buffer's storage never costs a write memory or content ----
+ * A synchronous execution reads a token input through its thread's pin on the buffer's storage
+ * (no shared count moves). Pinned storage is held, so a write goes to fresh storage while any
+ * thread pins it. Neither may show: with the device full, a write into the buffer still
+ * succeeds (an idle thread's pin is taken back, the writer's own pin dropped) and every later
+ * execution reads what was written last. */
+
+typedef struct pin_arg {
+  idle_arg base;
+  float out[2][IDLE_ROWS * 64];
+} pin_arg;
+
+static void pin_exec(idle_arg *a, float *out) {
+  md_request_arg in[2], o[1];
+  md_request_pool pools[3];
+  memset(in, 0, sizeof in);
+  memset(o, 0, sizeof o);
+  memset(pools, 0, sizeof pools);
+  pools[0] = (md_request_pool){.is_token = 1, .token = a->in};
+  pools[1].memory = mdt_ashmem(a->fd_b, IDLE_BYTES);
+  pools[2].memory = mdt_ashmem(a->fd_o, IDLE_BYTES);
+  in[1] = (md_request_arg){.pool = 1, .length = IDLE_BYTES};
+  o[0] = (md_request_arg){.pool = 2, .length = IDLE_BYTES};
+  md_request req = {.n_inputs = 2, .inputs = in, .n_outputs = 1, .outputs = o, .n_pools = 3, .pools = pools};
+  md_output_shape sh[1];
+  a->st = a->x->drv->execute(a->x->dev, a->client, a->prep, &req, sh, 1, NULL);
+  if (a->st == MD_NONE) mdt_read_fd(a->fd_o, out, IDLE_BYTES);
+}
+
+/* Executes twice, waiting for `go` after each. */
+static void *pin_executor(void *p) {
+  pin_arg *pa = p;
+  for (int round = 0; round < 2; round++) {
+    pin_exec(&pa->base, pa->out[round]);
+    sem_post(&pa->base.ran);
+    while (sem_wait(&pa->base.go) != 0) {
+    }
+  }
+  return NULL;
+}
+
+static void pin_case(int own_thread) {
+  mdt_env x;
+  mdt_env_open(&x, "backend=sim;mem_limit=131072");
+  static const uint32_t d[2] = {IDLE_ROWS, 64};
+  mdt_model b;
+  pin_arg pa;
+  memset(&pa, 0, sizeof pa);
+  idle_arg *a = &pa.base;
+  a->x = &x;
+  a->client = x.client;
+  a->prep = mdt_prepare(&x, mdt_add_model(&b, 2, d, 2, d, 2, d, 0));
+  cr_assert_eq(mdt_try_alloc(&x, x.client, a->prep, false, 0, 0, NULL, &a->in), MD_NONE, "%s", x.drv->last_error(x.dev));
+  static float v[IDLE_ROWS * 64], w[IDLE_ROWS * 64], got[IDLE_ROWS * 64];
+  mdt_iota(v, IDLE_ROWS * 64, 1);
+  for (unsigned i = 0; i < IDLE_ROWS * 64; i++) w[i] = 1000.0f;
+  cr_assert_eq(mdt_copy_from(&x, x.client, a->in, v, IDLE_BYTES, 0, NULL), MD_NONE);
+  a->fd_b = mdt_memfd(v, IDLE_BYTES);
+  a->fd_o = mdt_memfd(NULL, IDLE_BYTES);
+  sem_init(&a->ran, 0, 0);
+  sem_init(&a->go, 0, 0);
+  pthread_t th;
+  if (own_thread) {
+    pin_exec(a, pa.out[0]);
+  } else {
+    cr_assert_eq(pthread_create(&th, NULL, pin_executor, &pa), 0);
+    while (sem_wait(&a->ran) != 0) {
+    }
+  }
+  cr_assert_eq(a->st, MD_NONE, "the first execution: %s", x.drv->last_error(x.dev));
+  for (unsigned i = 0; i < IDLE_ROWS * 64; i++) cr_assert_float_eq(pa.out[0][i], 2.0f * v[i], 1e-3, "first execution, element %u", i);
+  /* Fill the device, so that a write into the buffer has no room for fresh storage. */
+  md_token fill[32];
+  int n = 0;
+  while (n < 32 && mdt_try_alloc(&x, x.client, a->prep, true, 0, 0, NULL, &fill[n]) == MD_NONE) n++;
+  cr_assert_lt(n, 32, "the memory limit never refused");
+  cr_expect_eq(mdt_copy_from(&x, x.client, a->in, w, IDLE_BYTES, 0, NULL), MD_NONE,
+               "a write into a buffer that %s read: %s", own_thread ? "this thread" : "an idle thread",
+               x.drv->last_error(x.dev));
+  cr_assert_eq(mdt_copy_to(&x, x.client, a->in, got, IDLE_BYTES), MD_NONE, "%s", x.drv->last_error(x.dev));
+  cr_expect_eq(memcmp(got, w, IDLE_BYTES), 0, "copy_to does not give what copy_from wrote");
+  if (own_thread) {
+    pin_exec(a, pa.out[1]);
+  } else {
+    sem_post(&a->go);
+    while (sem_wait(&a->ran) != 0) {
+    }
+  }
+  cr_assert_eq(a->st, MD_NONE, "the second execution: %s", x.drv->last_error(x.dev));
+  for (unsigned i = 0; i < IDLE_ROWS * 64; i++)
+    cr_assert_float_eq(pa.out[1][i], 1000.0f + v[i], 1e-3, "second execution reads the new content: element %u", i);
+  if (!own_thread) {
+    sem_post(&a->go);
+    pthread_join(th, NULL);
+  }
+  for (int i = 0; i < n; i++) cr_expect_eq(x.drv->free_buffer(x.dev, x.client, fill[i]), MD_NONE);
+  cr_expect_eq(x.drv->free_buffer(x.dev, x.client, a->in), MD_NONE);
+  mdt_release(&x, a->prep);
+  close(a->fd_b);
+  close(a->fd_o);
+  sem_destroy(&a->ran);
+  sem_destroy(&a->go);
+  mdt_env_close(&x, 0);
+}
+
+Test(concurrency, a_full_device_still_takes_a_write_into_a_buffer_an_idle_thread_read) { pin_case(0); }
+Test(concurrency, a_full_device_still_takes_a_write_into_a_buffer_this_thread_read) { pin_case(1); }
+
 /* ---- objects released under a running kernel ----
  * "mdt.gate" is a test kernel that reports it has started, blocks until the test opens the
  * gate, then copies its input to its output and reports it is done. It makes "a kernel is
