@@ -5,7 +5,8 @@
  * Initialization loads the driver and, for the reference driver, runs one warm-up program
  * (opening, using and closing a device), so one-time set-up is done before the fork server
  * starts and every fuzzed run takes the same paths; the device it opened is closed and its
- * threads joined, so none exists at the fork. Each input then opens its own device. A finding
+ * threads joined, so none exists at the fork. The first input of a forked child opens the
+ * device the child's later inputs share (reset between them through the ABI). A finding
  * prints one line, "MDC-FUZZ-FINDING <signature>", and its message, then aborts so the fuzzer
  * keeps the input; the last inputs are written to $MDC_FUZZ_RECORD (a folder), if set, when a
  * run crashes, for a crash that needs the ones before it.
@@ -15,6 +16,7 @@
  * that hangs ("MDC-FUZZ-HANG call N (op)") and exits 3; $MDC_FUZZ_TRACE_OUT writes the input as
  * a trace there (what SPEC allows; $MDC_FUZZ_TRACE_NAME its name) instead of judging it. */
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +75,35 @@ static void on_fatal(int sig) {
   raise(sig);
 }
 
+/* The reference driver's warm-up: a program that allocates, copies and executes synchronously
+ * and asynchronously (the bytes decode the same for every target). A vendor driver gets an
+ * empty program: its device is opened, nothing more. */
+static void warm_up(const char *driver) {
+  static const uint8_t warm[] = {
+      0, 0, 0, 0,                                          /* seed */
+      0xF0 + MDC_CALL_OPEN_CLIENT,
+      0xF0 + MDC_CALL_PREPARE_MODEL, 0xF9, 0, 1, 0, 0, 0, 0, 0, 0,
+      0xF0 + MDC_CALL_ALLOCATE, 0xF9, 0, 0xF1, 0xF9, 1, 0xF1, 0, 0, 0, 0, 0xFE, 0xFE,
+      0xF0 + MDC_CALL_COPY_FROM, 0xF9, 0, 0xF9, 2, 0xFE, 0, 0,
+      0xF0 + MDC_CALL_EXECUTE, 0xF9, 0, 0xF9, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+      0xF0 + MDC_CALL_EXECUTE_ASYNC, 0xF9, 0, 0xF9, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+      0xF0 + MDC_CALL_WAIT_EVENT, 0xF9, 0, 0xF9, 3, 0xFE, 0xFE,
+      0xF0 + MDC_CALL_COPY_TO, 0xF9, 0, 0xF9, 2, 0,
+  };
+  fz_finding f;
+  char err[640];
+  int ref = !driver || !*driver;
+  mdc_fz_harness_one(harness, warm, ref ? sizeof warm : 4, &f, err, sizeof err);
+}
+
+/* In each child of the fork server (and any other fork of the target), before its first
+ * input: the device its inputs share is opened and warmed up here, so that opening it (and
+ * starting its worker threads) is no input's coverage. AFL++ clears the map at the first
+ * iteration of the persistent loop, after this. */
+static void child_open(void) {
+  if (harness && mdc_fz_harness_prog(harness)) warm_up(getenv("MDC_FUZZ_DRIVER"));
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc;
   (void)argv;
@@ -97,23 +128,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   } else {
     record_dir = NULL;
   }
-  if (!driver || !*driver) {
-    /* Warm-up on the reference driver: a program that allocates, copies and executes
-     * synchronously and asynchronously (the bytes decode the same for every target). */
-    static const uint8_t warm[] = {
-        0, 0, 0, 0,                                          /* seed */
-        0xF0 + MDC_CALL_OPEN_CLIENT,
-        0xF0 + MDC_CALL_PREPARE_MODEL, 0xF9, 0, 1, 0, 0, 0, 0, 0, 0,
-        0xF0 + MDC_CALL_ALLOCATE, 0xF9, 0, 0xF1, 0xF9, 1, 0xF1, 0, 0, 0, 0, 0xFE, 0xFE,
-        0xF0 + MDC_CALL_COPY_FROM, 0xF9, 0, 0xF9, 2, 0xFE, 0, 0,
-        0xF0 + MDC_CALL_EXECUTE, 0xF9, 0, 0xF9, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-        0xF0 + MDC_CALL_EXECUTE_ASYNC, 0xF9, 0, 0xF9, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-        0xF0 + MDC_CALL_WAIT_EVENT, 0xF9, 0, 0xF9, 3, 0xFE, 0xFE,
-        0xF0 + MDC_CALL_COPY_TO, 0xF9, 0, 0xF9, 2, 0,
-    };
-    fz_finding f;
-    mdc_fz_harness_one(harness, warm, sizeof warm, &f, err, sizeof err);
-  }
+  /* One-time set-up of the driver (its kernels, libsodium) before the fork server starts. */
+  if (!driver || !*driver) warm_up(driver);
+  mdc_fz_harness_close_device(harness);   /* no device (nor its threads) at the fork */
+  if (!trace_out || !*trace_out) pthread_atfork(NULL, NULL, child_open);
   return 0;
 }
 

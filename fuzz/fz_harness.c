@@ -99,6 +99,7 @@ const fz_outcome *mdc_fz_harness_outcomes(const fz_harness *h) { return h->runne
 uint64_t mdc_fz_harness_mem_limit(const fz_harness *h) { return h->runner ? mdc_fz_runner_mem_limit(h->runner) : 0; }
 int mdc_fz_harness_target(const fz_harness *h) { return h->target; }
 void mdc_fz_harness_use_outcomes(fz_harness *h, fz_outcome *outs) { h->outs = outs ? outs : h->own; }
+void mdc_fz_harness_close_device(fz_harness *h) { mdc_fz_runner_close_device(h->runner); }
 
 int mdc_fz_harness_current(const fz_harness *h, const char **op) {
   if (h->runner) return mdc_fz_runner_current(h->runner, op);
@@ -225,6 +226,7 @@ int mdc_fz_harness_export(fz_harness *H, const uint8_t *data, size_t n, const ch
   fz_outcome *outs = (fz_outcome *)shm;
   fz_finding *f = (fz_finding *)(shm + FZ_MAX_CALLS * sizeof(fz_outcome));
   volatile int *done = (volatile int *)(f + 1);
+  mdc_fz_harness_close_device(H);   /* the child opens its own: the device's threads do not fork */
   fflush(NULL);
   pid_t pid = fork();
   if (pid < 0) {

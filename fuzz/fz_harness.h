@@ -4,7 +4,8 @@
  *
  * A harness holds the driver (MDC_FUZZ_DRIVER, or the reference driver linked in) and its
  * config (MDC_FUZZ_CONFIG, default backend=sim). It opens no device until an input runs, so
- * nothing it starts exists when AFL++ forks. One harness per process, used by one thread. */
+ * nothing it starts exists when AFL++ forks; program targets then keep that device from input
+ * to input (fz_run.h). One harness per process, used by one thread. */
 #ifndef MDC_FZ_HARNESS_H
 #define MDC_FZ_HARNESS_H
 
@@ -34,6 +35,9 @@ int mdc_fz_harness_target_parse(const char *name);
 /* Makes the next runs keep their outcomes in outs (FZ_MAX_CALLS entries; NULL: the harness's
  * own), e.g. memory shared with a parent that outlives a crash. */
 void mdc_fz_harness_use_outcomes(fz_harness *h, fz_outcome *outs);
+/* Closes the device the program targets keep between inputs (none open: nothing), e.g. after
+ * a warm-up run before a fork server starts; the next input opens a new one. */
+void mdc_fz_harness_close_device(fz_harness *h);
 /* Writes the input as a trace to out (docs/fuzzing.md "A finding as a trace"). A program target
  * runs it once more in a child process whose outcomes are shared memory, so an input that
  * crashes or hangs (more than timeout seconds) the driver is written too: up to the call it

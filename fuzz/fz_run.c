@@ -53,8 +53,12 @@ struct fz_runner {
   int closed_fd;
   uint8_t *scratch[FZ_MAX_LANES + 1];   /* 2 * FZ_MAX_POOL_BYTES each: [0] sequential calls, [1 + l] lane l */
   pthread_mutex_t mem_lock;  /* slots and the shared memories (lanes make memories at once) */
-  /* the run */
+  /* the device, kept from run to run (docs/fuzzing.md "Devices open after the fork point") */
   md_device *dev;
+  uint32_t dev_seed;         /* the seed it was opened with */
+  int fresh_each;            /* open a device for every run (MDC_FUZZ_FRESH_DEVICE) */
+  uint64_t ev_client[FZ_MAX_OBJS];   /* the client each event was made for, for the reset */
+  /* the run */
   const mdc_fz_prog *p;
   uint64_t vals[FZ_MAX_OBJS];
   fz_outcome *outs;
@@ -145,11 +149,26 @@ fz_runner *mdc_fz_runner_new(const md_driver *drv, const char *config, mdc_fz_ta
   pthread_mutex_init(&r->fill_lock, NULL);
   pthread_mutex_init(&r->mem_lock, NULL);
   atomic_store(&r->current, -1);
+  /* tokens and shapes open a device per run by default: on a kept device their runs take paths
+   * of the driver (its handle table's slots, messages about released values) that depend on
+   * earlier runs, and AFL++ measured them 84-86 % stable, under the 90 % they need
+   * (docs/fuzzing.md). $MDC_FUZZ_FRESH_DEVICE=1 or 0 chooses for any target. */
+  const char *fresh = getenv("MDC_FUZZ_FRESH_DEVICE");
+  r->fresh_each = fresh && *fresh ? strcmp(fresh, "0") != 0 : t != FZ_CONCURRENCY;
   return r;
 }
 
+void mdc_fz_runner_close_device(fz_runner *r) {
+  if (!r || !r->dev) return;
+  r->drv->close_device(r->dev);
+  r->dev = NULL;
+}
+
+void mdc_fz_runner_fresh_device(fz_runner *r, int fresh) { r->fresh_each = fresh; }
+
 void mdc_fz_runner_free(fz_runner *r) {
   if (!r) return;
+  mdc_fz_runner_close_device(r);
   for (unsigned i = 0; i < MAX_SLOTS; i++)
     if (r->slots[i].fd >= 0) close(r->slots[i].fd);
   for (int i = 0; i < 2; i++)
@@ -610,7 +629,10 @@ static void run_call(fz_runner *r, unsigned i, fz_state *st, uint8_t *scratch) {
     finding(r, (int)i, sname(got), pr->why, "returned %s; SPEC allows %s here", sname(got),
             mdc_fz_set_str(pr->set, set, sizeof set));
   }
-  if (mdc_calls[k->call].produces != MDC_OBJ_NONE && k->obj < FZ_MAX_OBJS) r->vals[k->obj] = got == MD_NONE ? made : 0;
+  if (mdc_calls[k->call].produces != MDC_OBJ_NONE && k->obj < FZ_MAX_OBJS) {
+    r->vals[k->obj] = got == MD_NONE ? made : 0;
+    r->ev_client[k->obj] = client;
+  }
   mdc_fz_apply(st, p, k, pr, got);
 }
 
@@ -688,6 +710,27 @@ static void run_block(fz_runner *r, const fz_block *b) {
 
 /* ---- the run -------------------------------------------------------------------------------- */
 
+/* Puts the device back to holding nothing, through the ABI only: waits for every event the
+ * program made (so no execution is in flight and holds memory), then closes every client it
+ * opened (close_client releases all a client holds, SPEC 5). Statuses of objects the program
+ * already consumed or closed (INVALID_ARGUMENT) are expected; -1 when a client the model says
+ * is live (or may be) would not close, so the device cannot be trusted to be empty. */
+static int reset_device(fz_runner *r, const mdc_fz_prog *p) {
+  const md_driver *d = r->drv;
+  md_output_shape sh[FZ_MAX_ARGS];
+  md_timing tm;
+  for (unsigned o = 0; o < p->n_objs && o < FZ_MAX_OBJS; o++)
+    if (p->objs[o].kind == MDC_OBJ_EVENT && r->vals[o])
+      d->wait_event(r->dev, r->ev_client[o], r->vals[o], UINT64_MAX, sh, FZ_MAX_ARGS, &tm);
+  int rc = 0;
+  for (unsigned o = 0; o < p->n_objs && o < FZ_MAX_OBJS; o++) {
+    if (p->objs[o].kind != MDC_OBJ_CLIENT || !r->vals[o]) continue;
+    md_status st = d->close_client(r->dev, r->vals[o], NULL);
+    if (st != MD_NONE && o < r->st.n && r->st.o[o].live != FZ_DEAD) rc = -1;
+  }
+  return rc;
+}
+
 int mdc_fz_run(fz_runner *r, const mdc_fz_prog *p, fz_outcome *outs, fz_finding *f, char *err, size_t errlen) {
   fz_finding none;
   if (!f) f = &none;
@@ -701,15 +744,25 @@ int mdc_fz_run(fz_runner *r, const mdc_fz_prog *p, fz_outcome *outs, fz_finding 
   r->used = 0;
   r->n_shared = 0;
   atomic_store(&r->stop, 0);
-  char config[600];
-  snprintf(config, sizeof config, "%s%sseed=%u;mem_limit=%llu", r->config, r->config[0] ? ";" : "", p->seed,
-           (unsigned long long)MEM_LIMIT);
-  r->dev = NULL;
-  md_status st = r->drv->open_device(config, &r->dev);
-  if (st != MD_NONE || !r->dev) {
-    snprintf(err, errlen, "open_device(\"%s\") returned %s: %s", config, sname(st), r->drv->last_error(NULL));
-    r->p = NULL;
-    return -1;
+  /* The device of the last run serves this one. For concurrency the program's seed orders the
+   * simulator's asynchronous work (the schedule is part of the input): a run with another seed
+   * gets a new device. The other targets' devices have seed 0 whatever the program says: a
+   * device opened again whenever the seed changed would make the first run of each input take
+   * the open's paths and the others not (AFL++ counts them unstable). */
+  uint32_t seed = r->target == FZ_CONCURRENCY ? p->seed : 0;
+  if (r->dev && (r->fresh_each || r->dev_seed != seed)) mdc_fz_runner_close_device(r);
+  if (!r->dev) {
+    char config[600];
+    snprintf(config, sizeof config, "%s%sseed=%u;mem_limit=%llu", r->config, r->config[0] ? ";" : "",
+             r->fresh_each ? p->seed : seed, (unsigned long long)MEM_LIMIT);
+    md_status st = r->drv->open_device(config, &r->dev);
+    if (st != MD_NONE || !r->dev) {
+      snprintf(err, errlen, "open_device(\"%s\") returned %s: %s", config, sname(st), r->drv->last_error(NULL));
+      r->dev = NULL;
+      r->p = NULL;
+      return -1;
+    }
+    r->dev_seed = seed;
   }
   mdc_fz_state_init(&r->st, MEM_LIMIT);
   r->st.strict = (uint8_t)r->strict;
@@ -725,8 +778,8 @@ int mdc_fz_run(fz_runner *r, const mdc_fz_prog *p, fz_outcome *outs, fz_finding 
     i++;
   }
   atomic_store(&r->current, -1);
-  r->drv->close_device(r->dev);
-  r->dev = NULL;
+  /* After a finding the driver's state is suspect: the next run gets a new device. */
+  if (f->found || r->fresh_each || reset_device(r, p)) mdc_fz_runner_close_device(r);
   r->p = NULL;
   return 0;
 }

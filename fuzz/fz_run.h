@@ -2,9 +2,12 @@
  * md_driver table, judging every call with the state model (fz_model.h), and runs a concurrent
  * block's lanes on real threads in the order the program gives (fz_run.c).
  *
- * The device is opened at the start of each run and closed at its end: nothing of the driver
- * (its worker threads included) outlives a run, which is what lets the AFL++ fork server fork
- * before the first run and persistent mode reuse the process. */
+ * The device is opened by the first run and kept (tokens, shapes: a device per run, below): each run
+ * ends by putting it back to holding nothing through the ABI (waiting for its events, closing
+ * its clients); a run with another seed (concurrency), a run that found something or whose
+ * clients would not close gets a new one. Nothing of the driver exists before the first run,
+ * which is what lets the AFL++ fork server fork before it (mdc_fz_runner_close_device before a
+ * fork). */
 #ifndef MDC_FZ_RUN_H
 #define MDC_FZ_RUN_H
 
@@ -24,6 +27,13 @@ typedef struct fz_runner fz_runner;
  * memory or when config is too long. Not thread-safe: one runner per thread. */
 fz_runner *mdc_fz_runner_new(const md_driver *drv, const char *config, mdc_fz_target t);
 void mdc_fz_runner_free(fz_runner *r);
+/* Closes the device the runs share (its worker threads joined), if one is open: before a fork,
+ * whose child must open its own. The next run opens a new one. */
+void mdc_fz_runner_close_device(fz_runner *r);
+/* fresh != 0: every run opens a device and closes it at its end; 0: one device kept from run
+ * to run (concurrency: while the seed stays the same). The default comes from
+ * $MDC_FUZZ_FRESH_DEVICE (1 or 0), else the target: kept for concurrency, fresh for the others. */
+void mdc_fz_runner_fresh_device(fz_runner *r, int fresh);
 /* The device's memory limit the runner configures (the model's mem_limit). */
 uint64_t mdc_fz_runner_mem_limit(const fz_runner *r);
 
