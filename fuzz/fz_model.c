@@ -278,10 +278,12 @@ static uint8_t mem_valid(const fz_mem *m, int use) {
   if (m->fd != FZ_FD_REAL) return FZ_NO;
   if (m->kind < MD_MEM_ASHMEM || m->kind > MD_MEM_HARDWARE_BUFFER) return FZ_NO;
   if (m->prot & ~(uint32_t)(PROT_READ | PROT_WRITE)) return FZ_NO;
-  if (m->kind == MD_MEM_HARDWARE_BUFFER) return use == USE_COPY ? FZ_NO : FZ_YES;
+  if (m->kind == MD_MEM_HARDWARE_BUFFER) return use == USE_COPY ? FZ_NO : m->prot ? FZ_YES : FZ_MAYBE;
   if (m->size == 0) return FZ_NO;
   if (m->kind == MD_MEM_MMAP_FD && m->offset + m->size > file_size(m)) return FZ_NO;
-  return FZ_YES;
+  /* prot 0 has "only READ/WRITE bits" (SPEC 2) but grants no access: a driver may refuse it as
+   * invalid (the reference driver does) or accept a pool no argument uses. */
+  return m->prot ? FZ_YES : FZ_MAYBE;
 }
 
 static uint64_t tok_bytes(const fz_tok *t, const fz_dims *d) {
@@ -770,6 +772,7 @@ void mdc_fz_predict(const fz_state *s, const mdc_fz_prog *p, const fz_call *k, f
       return;
     case MDC_CALL_WAIT_EVENT: {
       uint8_t ev = ref3(s, &mdc_fz_arg(k, MDC_A_EVENT)->ref, MDC_OBJ_EVENT, client, &obj, &what);
+      pr->ev_valid = ev;
       GATE(pr, ev, MD_INVALID_ARGUMENT, "SPEC 4, 5: event: %s", what);
       pr->sure = ev == FZ_YES && s->o[client].live == FZ_LIVE;
       pr->ex = s->o[obj].ev.ex;
@@ -953,7 +956,9 @@ void mdc_fz_apply(fz_state *s, const mdc_fz_prog *p, const fz_call *k, const fz_
       if (!o || got == MD_MISSED_DEADLINE_TRANSIENT) return;
       /* An INVALID_ARGUMENT the execution could not have returned is about the handles. */
       if (got == MD_INVALID_ARGUMENT && (!pr->sure || !(pr->ex.set & FZ_BIT(MD_INVALID_ARGUMENT)))) {
-        if (!pr->sure && o->live == FZ_MAYBE_LIVE) o->live = FZ_DEAD;
+        /* Refused because another lane consumed it: dead. Refused whatever its state (another
+         * client's handle, a forgery): it says nothing about the event. */
+        if (!pr->sure && pr->ev_valid == FZ_MAYBE && o->live == FZ_MAYBE_LIVE) o->live = FZ_DEAD;
         return;
       }
       o->live = FZ_DEAD;

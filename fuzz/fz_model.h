@@ -132,6 +132,9 @@ typedef struct fz_pred {
   /* execute, execute_async, wait_event */
   fz_exec ex;
   uint8_t sure;                /* wait_event: its client and event are certainly valid */
+  uint8_t ev_valid;            /* wait_event: the event handle's validity (FZ_NO: certainly
+                                  refused whether or not the event still lives, e.g. another
+                                  client's; FZ_MAYBE: refused only if it was consumed) */
 } fz_pred;
 
 void mdc_fz_state_init(fz_state *s, uint64_t mem_limit);
