@@ -53,7 +53,9 @@ AREA_TEXT = OrderedDict([
     ("fuzz", "findings of the fuzz targets (`docs/fuzzing.md`), exported by `mdc fuzz` (minimised, expecting what "
              "SPEC allows): §8.1 a short output with fully known dims is OUTPUT_INSUFFICIENT_SIZE; §8.10 leak report "
              "bytes are the current size of a buffer shrunk in place; §3/8.3 dims not fully known are no size, whatever the "
-             "order of their axes"),
+             "order of their axes; and regressions of the fuzz oracle's own faults (written by `md_fuzz_replay --trace`, "
+             "not minimised): §5 another client's or a forged client's wait racing the owner's calls leaves the event "
+             "live; §2 a prot 0 pool may be refused before anything else"),
     ("numerics", "§7 operation semantics: ADD/SUB/MUL broadcasting of either and both operands under every fused "
                  "activation, RELU, FULLY_CONNECTED, SOFTMAX and CONCATENATION on every axis of ranks 1-4, RESHAPE; "
                  "NaN and infinities"),
