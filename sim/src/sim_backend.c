@@ -686,7 +686,8 @@ static md_status run_launch(md_backend *b, md_stream *s, const md_kernel_def *k,
 }
 
 /* Runs the next command of s (runnable: a head, not running) on this worker. Called with
- * sched_lock, which it drops while the command runs; returns with it held. */
+ * sched_lock, which it drops while the command runs; returns with it held, and held since the
+ * command's bookkeeping, so the caller may look at s once more. */
 static void run_next_locked(md_backend *b, md_stream *s) {
   cmd *c = s->head;
   s->head = c->next;
@@ -726,9 +727,9 @@ static void run_next_locked(md_backend *b, md_stream *s) {
    * an event: a command in the middle of a stream wakes nobody (one wake-up per drained
    * stream, not one per command). */
   if (!s->queued || c->kind == CMD_EVENT) pthread_cond_broadcast(&b->done_cond);
-  pthread_mutex_unlock(&b->sched_lock);
+  /* Freed under the lock: the caller goes on with s only while the lock is still held (a
+   * drained stream may be destroyed as soon as it is dropped). */
   free(c);
-  pthread_mutex_lock(&b->sched_lock);
 }
 
 static void *worker_main(void *arg) {
