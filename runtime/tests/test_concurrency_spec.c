@@ -551,21 +551,28 @@ typedef struct idle_arg {
 #define IDLE_ROWS 32u
 #define IDLE_BYTES (IDLE_ROWS * 64u * 4u)   /* a float32 [32,64]: 8 KiB */
 
-static void *idle_executor(void *p) {
-  idle_arg *a = p;
-  md_request_arg in[2], out[1];
+/* One execution of the ADD model: the token a->in plus the pool of fd_b, into the pool of fd_o
+ * (read into out when out is not NULL and it succeeded); a->st is its status. */
+static void idle_exec(idle_arg *a, float *out) {
+  md_request_arg in[2], o[1];
   md_request_pool pools[3];
   memset(in, 0, sizeof in);
-  memset(out, 0, sizeof out);
+  memset(o, 0, sizeof o);
   memset(pools, 0, sizeof pools);
   pools[0] = (md_request_pool){.is_token = 1, .token = a->in};
   pools[1].memory = mdt_ashmem(a->fd_b, IDLE_BYTES);
   pools[2].memory = mdt_ashmem(a->fd_o, IDLE_BYTES);
   in[1] = (md_request_arg){.pool = 1, .length = IDLE_BYTES};
-  out[0] = (md_request_arg){.pool = 2, .length = IDLE_BYTES};
-  md_request req = {.n_inputs = 2, .inputs = in, .n_outputs = 1, .outputs = out, .n_pools = 3, .pools = pools};
+  o[0] = (md_request_arg){.pool = 2, .length = IDLE_BYTES};
+  md_request req = {.n_inputs = 2, .inputs = in, .n_outputs = 1, .outputs = o, .n_pools = 3, .pools = pools};
   md_output_shape sh[1];
   a->st = a->x->drv->execute(a->x->dev, a->client, a->prep, &req, sh, 1, NULL);
+  if (out && a->st == MD_NONE) mdt_read_fd(a->fd_o, out, IDLE_BYTES);
+}
+
+static void *idle_executor(void *p) {
+  idle_arg *a = p;
+  idle_exec(a, NULL);
   sem_post(&a->ran);
   while (sem_wait(&a->go) != 0) {
   }
@@ -639,28 +646,11 @@ typedef struct pin_arg {
   float out[2][IDLE_ROWS * 64];
 } pin_arg;
 
-static void pin_exec(idle_arg *a, float *out) {
-  md_request_arg in[2], o[1];
-  md_request_pool pools[3];
-  memset(in, 0, sizeof in);
-  memset(o, 0, sizeof o);
-  memset(pools, 0, sizeof pools);
-  pools[0] = (md_request_pool){.is_token = 1, .token = a->in};
-  pools[1].memory = mdt_ashmem(a->fd_b, IDLE_BYTES);
-  pools[2].memory = mdt_ashmem(a->fd_o, IDLE_BYTES);
-  in[1] = (md_request_arg){.pool = 1, .length = IDLE_BYTES};
-  o[0] = (md_request_arg){.pool = 2, .length = IDLE_BYTES};
-  md_request req = {.n_inputs = 2, .inputs = in, .n_outputs = 1, .outputs = o, .n_pools = 3, .pools = pools};
-  md_output_shape sh[1];
-  a->st = a->x->drv->execute(a->x->dev, a->client, a->prep, &req, sh, 1, NULL);
-  if (a->st == MD_NONE) mdt_read_fd(a->fd_o, out, IDLE_BYTES);
-}
-
 /* Executes twice, waiting for `go` after each. */
 static void *pin_executor(void *p) {
   pin_arg *pa = p;
   for (int round = 0; round < 2; round++) {
-    pin_exec(&pa->base, pa->out[round]);
+    idle_exec(&pa->base, pa->out[round]);
     sem_post(&pa->base.ran);
     while (sem_wait(&pa->base.go) != 0) {
     }
@@ -690,7 +680,7 @@ static void pin_case(int own_thread) {
   sem_init(&a->go, 0, 0);
   pthread_t th;
   if (own_thread) {
-    pin_exec(a, pa.out[0]);
+    idle_exec(a, pa.out[0]);
   } else {
     cr_assert_eq(pthread_create(&th, NULL, pin_executor, &pa), 0);
     while (sem_wait(&a->ran) != 0) {
@@ -709,7 +699,7 @@ static void pin_case(int own_thread) {
   cr_assert_eq(mdt_copy_to(&x, x.client, a->in, got, IDLE_BYTES), MD_NONE, "%s", x.drv->last_error(x.dev));
   cr_expect_eq(memcmp(got, w, IDLE_BYTES), 0, "copy_to does not give what copy_from wrote");
   if (own_thread) {
-    pin_exec(a, pa.out[1]);
+    idle_exec(a, pa.out[1]);
   } else {
     sem_post(&a->go);
     while (sem_wait(&a->ran) != 0) {

@@ -619,14 +619,10 @@ static md_stream *pick_for_locked(md_backend *b, unsigned w) {
   return r;
 }
 
-/* The stream whose head runs next, or NULL. Caller holds sched_lock. */
-static md_stream *pick_locked(md_backend *b) {
-  if (!b->has_seed) {
-    md_stream *best = NULL;
-    for (md_stream *s = b->streams; s; s = s->next)
-      if (s->head && !s->running && (!best || s->head->seq < best->head->seq)) best = s;
-    return best;
-  }
+/* The stream whose head worker w runs next, or NULL: unseeded, pick_for_locked; seeded, the
+ * seed's draw within the current batch. Caller holds sched_lock. */
+static md_stream *pick_locked(md_backend *b, unsigned w) {
+  if (!b->has_seed) return pick_for_locked(b, w);
   for (;;) {
     unsigned n = 0;
     for (md_stream *s = b->streams; s; s = s->next)
@@ -737,7 +733,7 @@ static void *worker_main(void *arg) {
   pthread_mutex_lock(&b->sched_lock);
   unsigned w = b->worker_ids++;
   for (;;) {
-    md_stream *s = b->stopping ? NULL : b->has_seed ? pick_locked(b) : pick_for_locked(b, w);
+    md_stream *s = b->stopping ? NULL : pick_locked(b, w);
     if (!s) {
       if (b->stopping) break;
       b->widle[w] = 1;
