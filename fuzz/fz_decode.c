@@ -54,11 +54,14 @@ static const profile profiles[FZ_TARGETS] = {
                  A_SHORT, A_NOLEN, A_BADLEN, A_SHARE, A_NOVALUE},
         .unknown_axis = 3},
     [FZ_CONCURRENCY] = {
-        .ops = {C(OPEN_CLIENT), C(CLOSE_CLIENT), C(CLOSE_CLIENT), C(PREPARE_MODEL), C(PREPARE_MODEL),
+        /* Entry 0 is what a run of zero bytes (AFL++'s favourite insertion) becomes: a wait
+         * (without deadline: a zero timeout byte is "absent"), which releases a held execution
+         * (the stall), rather than a client opened per byte. */
+        .ops = {C(WAIT_EVENT), C(CLOSE_CLIENT), C(CLOSE_CLIENT), C(PREPARE_MODEL), C(PREPARE_MODEL),
                 C(RELEASE_PREPARED_MODEL), C(RELEASE_PREPARED_MODEL), C(ALLOCATE), C(ALLOCATE), C(ALLOCATE),
                 C(COPY_TO), C(COPY_TO), C(COPY_TO), C(COPY_TO), C(COPY_FROM), C(COPY_FROM), C(COPY_FROM),
                 C(COPY_FROM), C(FREE_BUFFER), C(FREE_BUFFER), C(FREE_BUFFER), C(EXECUTE), C(EXECUTE),
-                C(EXECUTE), C(EXECUTE_ASYNC), C(EXECUTE_ASYNC), C(EXECUTE_ASYNC), C(WAIT_EVENT),
+                C(EXECUTE), C(EXECUTE_ASYNC), C(EXECUTE_ASYNC), C(EXECUTE_ASYNC), C(OPEN_CLIENT),
                 C(WAIT_EVENT), C(WAIT_EVENT), BLOCK_OP, BLOCK_OP},
         .ref_cut = {200, 220, 228, 234, 242, 248},
         .dims = {D_ABSENT, D_ABSENT, D_ABSENT, D_ABSENT, D_ABSENT, D_FILL, D_FILL, D_FILL, D_FILL, D_FILL,
@@ -752,6 +755,12 @@ void mdc_fz_decode(mdc_fz_target t, const uint8_t *data, size_t n, mdc_fz_prog *
   d.prog = out;
   mdc_fz_state_init(&d.st, 1ull << 20);
   out->seed = u32(&d);
+  out->stall = 0;
+  if (t == FZ_CONCURRENCY) {
+    /* half of the byte values hold one of the first FZ_MAX_STALL executions */
+    uint8_t sb = u8(&d);
+    if (sb & 0x80) out->stall = (uint8_t)(1 + (sb & 0x7f) % FZ_MAX_STALL);
+  }
   unsigned preempt = 0;
   fz_block *blk = NULL;
   while (d.i < d.n && out->n_calls < FZ_MAX_CALLS) {
@@ -819,5 +828,34 @@ void mdc_fz_decode(mdc_fz_target t, const uint8_t *data, size_t n, mdc_fz_prog *
   if (blk) {
     blk->end = out->n_calls;
     if (blk->end == blk->first) out->n_blocks--;
+  }
+  mdc_fz_finish(t, out);
+}
+
+void mdc_fz_finish(mdc_fz_target t, mdc_fz_prog *p) {
+  if (t != FZ_CONCURRENCY) return;
+  static _Thread_local fz_state st;
+  mdc_fz_state_init(&st, 1ull << 20);
+  fz_pred pr;
+  /* the model moves as in the decoder: as if the driver answered the likeliest allowed status */
+  for (unsigned i = 0; i < p->n_calls; i++) {
+    mdc_fz_predict(&st, p, &p->calls[i], &pr);
+    mdc_fz_apply(&st, p, &p->calls[i], &pr, pr.set & FZ_BIT(MD_NONE) ? MD_NONE : mdc_fz_set_first(pr.set));
+  }
+  int pc = mdc_fz_arg_pos(MDC_CALL_WAIT_EVENT, MDC_A_CLIENT), pe = mdc_fz_arg_pos(MDC_CALL_WAIT_EVENT, MDC_A_EVENT);
+  for (unsigned o = 0; o < p->n_objs && o < st.n && p->n_calls < FZ_MAX_CALLS; o++) {
+    if (p->objs[o].kind != MDC_OBJ_EVENT || st.o[o].live != FZ_LIVE) continue;
+    uint16_t client = call_client(&p->calls[p->objs[o].call]);
+    if (client == FZ_NOBODY || client >= st.n || st.o[client].live != FZ_LIVE) continue;
+    fz_call *k = &p->calls[p->n_calls];
+    memset(k, 0, sizeof *k);
+    k->call = MDC_CALL_WAIT_EVENT;
+    k->a[pc].present = 1;
+    k->a[pc].ref = (fz_ref){.how = FZ_REF_OBJ, .obj = client};
+    k->a[pe].present = 1;
+    k->a[pe].ref = (fz_ref){.how = FZ_REF_OBJ, .obj = (uint16_t)o};
+    mdc_fz_predict(&st, p, k, &pr);
+    mdc_fz_apply(&st, p, k, &pr, pr.set & FZ_BIT(MD_NONE) ? MD_NONE : mdc_fz_set_first(pr.set));
+    p->n_calls++;
   }
 }

@@ -115,6 +115,7 @@ static void enc_request(enc *e, const fz_request *r) {
 size_t mdc_fz_encode(mdc_fz_target t, const mdc_fz_prog *p, uint8_t *out, size_t cap) {
   enc e = {.p = out, .cap = cap};
   put32(&e, p->seed);
+  if (t == FZ_CONCURRENCY) put8(&e, p->stall ? (uint8_t)(0x80 | (p->stall - 1)) : 0);
   unsigned cur_block = 0, models = 0;
   for (unsigned i = 0; i < p->n_calls; i++) {
     const fz_call *k = &p->calls[i];

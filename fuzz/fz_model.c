@@ -1085,6 +1085,7 @@ int mdc_fz_block_merge(fz_state *s, const mdc_fz_prog *p, const fz_block *b, con
   s->n = n;
   /* Successful kills per object: at most one (SPEC 5, 6: a handle dies once). */
   unsigned kills[FZ_MAX_OBJS] = {0}, closes[FZ_MAX_OBJS] = {0};
+  uint8_t unsure[FZ_MAX_OBJS] = {0};   /* events a wait may have consumed with INVALID_ARGUMENT */
   for (unsigned i = b->first; i < b->end; i++) {
     const fz_call *k = &p->calls[i];
     md_status st = got[i - b->first];
@@ -1095,6 +1096,12 @@ int mdc_fz_block_merge(fz_state *s, const mdc_fz_prog *p, const fz_block *b, con
       case MDC_CALL_FREE_BUFFER: r = &mdc_fz_arg(k, MDC_A_TOKEN)->ref; break;
       case MDC_CALL_WAIT_EVENT:
         r = &mdc_fz_arg(k, MDC_A_EVENT)->ref;
+        /* INVALID_ARGUMENT is a refused handle, or the status of an execution that may fail
+         * with it (a request valid at issue, not at run time), which consumes the event: which
+         * one, racing lanes do not tell. */
+        if (st == MD_INVALID_ARGUMENT && r->how == FZ_REF_OBJ && !(r->forge && r->v) && r->obj < before.n &&
+            (before.o[r->obj].ev.ex.set & FZ_BIT(MD_INVALID_ARGUMENT)))
+          unsure[r->obj] = 1;
         if (st == MD_INVALID_ARGUMENT || st == MD_MISSED_DEADLINE_TRANSIENT) r = NULL;
         else st = MD_NONE;   /* consumed, whatever the execution returned */
         break;
@@ -1162,6 +1169,7 @@ int mdc_fz_block_merge(fz_state *s, const mdc_fz_prog *p, const fz_block *b, con
   for (unsigned i = 0; i < s->n; i++) {
     s->o[i].racy = 0;
     s->o[i].tok.n_alt = 0;
+    if (i < FZ_MAX_OBJS && unsure[i] && !kills[i] && s->o[i].live == FZ_LIVE) s->o[i].live = FZ_MAYBE_LIVE;
   }
   return 0;
 }

@@ -174,8 +174,12 @@ typedef struct fz_objinfo {
   uint16_t call;         /* the call that produces it */
 } fz_objinfo;
 
+#define FZ_MAX_STALL 8       /* the highest N of a program's stall@N */
+
 typedef struct mdc_fz_prog {
   uint32_t seed;         /* open_device's `seed` (handle keys, the sim scheduler) */
+  uint8_t stall;         /* concurrency: N of the fault plan stall@N (the N-th execution is held
+                            until a wait_event without deadline releases it, docs/sim.md), 0 none */
   uint16_t n_calls, n_objs;
   uint8_t n_models, n_requests, n_blocks;
   fz_call calls[FZ_MAX_CALLS];
@@ -208,6 +212,12 @@ uint64_t mdc_fz_bytes(int32_t type, const fz_dims *d);
 /* Decodes any bytes into a program for target t. Never fails; the same bytes give the same
  * program. Thread-safe (no state but *out). */
 void mdc_fz_decode(mdc_fz_target t, const uint8_t *data, size_t n, mdc_fz_prog *out);
+/* concurrency (other targets: nothing): appends to p a wait_event without deadline, by its
+ * client, for every event the program leaves live (as the state model predicts), while calls
+ * fit. So an execution the fault plan holds (the stall) always runs and is judged, values
+ * included, and the trace of a finding has the wait that shows it. The decoder and the trace
+ * reader both end with it, so decode(encode(p)) is p. */
+void mdc_fz_finish(mdc_fz_target t, mdc_fz_prog *p);
 /* Encodes a program into bytes that decode to it (for target t). Returns the length, or 0
  * when it does not fit in cap bytes. */
 size_t mdc_fz_encode(mdc_fz_target t, const mdc_fz_prog *p, uint8_t *out, size_t cap);

@@ -78,6 +78,19 @@ struct fz_runner {
     size_t len;
     uint8_t *bytes;
   } fill[8];
+  /* The value oracle (fz_eval.h): sequential calls only (lanes race on contents). An
+   * execute_async's expectation waits in vexp[its event] for a wait_event that returns NONE. */
+  uint32_t run_no;
+  fz_eval_scratch eval;
+  float vin[FZ_MAX_IO][FZ_EVAL_MAX];
+  struct vexp {
+    uint32_t run;              /* run_no it was made in (else stale) */
+    fz_vcheck vc;
+    int fd[FZ_MAX_IO];
+    uint64_t foff[FZ_MAX_IO];
+    uint16_t tok[FZ_MAX_IO];   /* input token objects: a write to one before the wait voids it */
+    uint8_t n_tok;
+  } vexp[FZ_MAX_OBJS];
   unsigned fill_next;
 };
 
@@ -434,12 +447,174 @@ static void judge_exec(fz_runner *r, unsigned i, const fz_pred *pr, md_status go
   }
 }
 
+/* ---- the value oracle ----------------------------------------------------------------------- */
+
+/* A pool memory whose bytes the harness knows and may read back: a real memfd seen from its
+ * start (MMAP_FD at offset 0), of a kind with plain bytes. */
+static int plain_mem(const fz_mem *m, uint32_t prot) {
+  return m->fd == FZ_FD_REAL && (m->prot & prot) == prot &&
+         (m->kind == MD_MEM_ASHMEM || m->kind == MD_MEM_HARDWARE_BUFFER_BLOB ||
+          (m->kind == MD_MEM_MMAP_FD && m->offset == 0 && (!m->file_size || m->file_size >= m->size)));
+}
+
+/* Whether request argument (is_out, a) shares its pool with another argument of fq that writes. */
+static int pool_shared(const fz_request *fq, int is_out, unsigned a) {
+  unsigned pool = is_out ? fq->out[a].pool : fq->in[a].pool;
+  for (unsigned o = 0; o < fq->n_out; o++)
+    if (fq->out[o].pool == pool && !(is_out && o == a)) return 1;
+  for (unsigned i = 0; is_out && i < fq->n_in; i++)
+    if (fq->in[i].pool == pool) return 1;
+  return 0;
+}
+
+/* Whether request argument ra holds exactly the model operand's len bytes at its offset (SPEC 2:
+ * a length of 0 means the size its dims imply) with dims that are absent or the operand's. */
+static int arg_plain(const fz_rarg *ra, const fz_dims *od, size_t len, uint64_t pool_size) {
+  if (ra->dims.rank) {
+    if (ra->dims.rank != od->rank) return 0;
+    for (unsigned i = 0; i < od->rank && i < FZ_MAX_RANK; i++)
+      if (ra->dims.d[i] != od->d[i]) return 0;
+  }
+  return (ra->length == 0 || ra->length == len) && (uint64_t)ra->offset + len <= pool_size;
+}
+
+/* The expectation for execution call k (sequential; its request made into aq): e->vc.n stays 0
+ * when the model is beyond the evaluator or an input's value is not known for certain. */
+static void vexpect(fz_runner *r, unsigned i, const fz_state *st, const fz_request *fq, const md_request *q,
+                    struct vexp *e, uint8_t *scratch) {
+  const mdc_fz_prog *p = r->p;
+  const fz_call *k = &p->calls[i];
+  e->vc.n = 0;
+  e->n_tok = 0;
+  const fz_ref *pref = &mdc_fz_arg(k, MDC_A_PREPARED)->ref;
+  if (pref->how != FZ_REF_OBJ || pref->forge) return;
+  const fz_model *m = mdc_fz_prepared_model(st, p, pref->obj);
+  if (!m || m->n_in != fq->n_in || m->n_out != fq->n_out || !m->n_out) return;
+  const float *in[FZ_MAX_IO];
+  for (unsigned a = 0; a < m->n_in; a++) {
+    uint32_t n = mdc_fz_eval_count(m, a, 0);
+    const fz_rarg *ra = &fq->in[a];
+    if (!n || ra->no_value || ra->pool >= fq->n_pools) return;
+    const fz_rpool *rp = &fq->pools[ra->pool];
+    const fz_dims *od = &m->opnd[m->in[a]].dims;
+    size_t len = (size_t)n * 4;
+    if (rp->is_token) {
+      const fz_ref *t = &rp->token;
+      if (t->how != FZ_REF_OBJ || t->forge || t->obj >= st->n || st->o[t->obj].kind != MDC_OBJ_TOKEN) return;
+      const fz_tok *tk = &st->o[t->obj].tok;
+      if (st->o[t->obj].live != FZ_LIVE || tk->content != FZ_YES || tk->content_bytes != len || tk->writers ||
+          tk->racy || ra->offset || ra->length || !arg_plain(ra, od, len, len))
+        return;
+      if (tk->content_seed) fill(r, tk->content_seed, scratch, len);
+      else memset(scratch, 0, len);
+      memcpy(r->vin[a], scratch, len);
+      e->tok[e->n_tok++] = t->obj;
+    } else {
+      const fz_mem *fm = &rp->mem;
+      if (!plain_mem(fm, PROT_READ) || !arg_plain(ra, od, len, fm->size) || pool_shared(fq, 0, a)) return;
+      size_t upto = (size_t)ra->offset + len;
+      if (fm->seed) fill(r, fm->seed, scratch, upto);
+      else memset(scratch, 0, upto);
+      memcpy(r->vin[a], scratch + ra->offset, len);
+    }
+    in[a] = r->vin[a];
+  }
+  float *out[FZ_MAX_IO];
+  unsigned at = 0;
+  for (unsigned j = 0; j < m->n_out; j++) {
+    uint32_t n = mdc_fz_eval_count(m, j, 1);
+    if (!n || at + n > sizeof e->vc.v / sizeof e->vc.v[0]) return;
+    out[j] = e->vc.v + at;
+    at += n;
+  }
+  if (mdc_fz_eval(m, in, out, &r->eval) != 0) return;
+  e->vc.issue = (uint16_t)i;
+  for (unsigned j = 0; j < m->n_out; j++) {
+    uint32_t n = mdc_fz_eval_count(m, j, 1);
+    const fz_rarg *ra = &fq->out[j];
+    uint32_t off = (uint32_t)(out[j] - e->vc.v);
+    if (ra->no_value || ra->pool >= fq->n_pools || fq->pools[ra->pool].is_token) continue;
+    const fz_mem *fm = &fq->pools[ra->pool].mem;
+    if (!plain_mem(fm, PROT_READ | PROT_WRITE) || !arg_plain(ra, &m->opnd[m->out[j]].dims, (size_t)n * 4, fm->size) ||
+        pool_shared(fq, 1, j))
+      continue;
+    unsigned c = e->vc.n++;
+    e->vc.o[c].pool = ra->pool;
+    e->vc.o[c].off = ra->offset;
+    e->vc.o[c].count = (uint16_t)n;
+    e->vc.o[c].at = (uint16_t)off;
+    e->fd[c] = q->pools[ra->pool].memory.fd;
+    e->foff[c] = ra->offset;
+  }
+}
+
+/* Whether a call of p in (from, to] (and, when `to` is in a concurrent block, anywhere in that
+ * block) may write token object t: a copy_from into it, or an execution with it as an output.
+ * SPEC 6 leaves a read racing with a write indeterminate. strict: the reference's decision
+ * (docs/memory-domains.md) is judged too: an execution reads the storage its input held when it
+ * was issued, so a write made after the issue, outside concurrent blocks, does not count. */
+static int token_written(const mdc_fz_prog *p, unsigned from, unsigned to, uint16_t t, int strict) {
+  unsigned end = to + 1;
+  const fz_call *kw = &p->calls[to];
+  if (kw->block) end = p->blocks[kw->block - 1].end;
+  for (unsigned c = from + 1; c < end && c < p->n_calls; c++) {
+    const fz_call *k = &p->calls[c];
+    if (strict && !k->block && !kw->block && !p->calls[from].block) continue;
+    if (k->call == MDC_CALL_COPY_FROM) {
+      const fz_arg *a = mdc_fz_arg(k, MDC_A_TOKEN);
+      if (a && a->ref.how == FZ_REF_OBJ && a->ref.obj == t) return 1;
+    } else if (k->call == MDC_CALL_EXECUTE || k->call == MDC_CALL_EXECUTE_ASYNC) {
+      const fz_request *fq = &p->requests[mdc_fz_arg(k, MDC_A_REQUEST)->request];
+      for (unsigned o = 0; o < fq->n_out; o++) {
+        unsigned pool = fq->out[o].pool;
+        if (pool < fq->n_pools && fq->pools[pool].is_token && fq->pools[pool].token.how == FZ_REF_OBJ &&
+            fq->pools[pool].token.obj == t)
+          return 1;
+      }
+    }
+  }
+  return 0;
+}
+
+/* Judges what an execution that returned NONE (call i: the execute, or the wait_event of an
+ * execute_async) wrote to its output pools against e; keeps e in the call's outcome. */
+static void vjudge(fz_runner *r, unsigned i, const struct vexp *e, uint8_t *scratch, int snapshot) {
+  fz_outcome *oc = &r->outs[i];
+  oc->vc = e->vc;
+  for (unsigned c = 0; c < e->vc.n; c++) {
+    size_t n = e->vc.o[c].count, len = n * 4;
+    float *got = (float *)(void *)scratch;
+    if (pread(e->fd[c], got, len, (off_t)e->foff[c]) != (ssize_t)len) continue;
+    const float *want = e->vc.v + e->vc.o[c].at;
+    size_t bad = 0, first = n;
+    for (size_t x = 0; x < n; x++)
+      if (!mdc_fz_eval_same(want[x], got[x])) {
+        if (first == n) first = x;
+        bad++;
+      }
+    if (bad) {
+      const fz_call *k = &r->p->calls[e->vc.issue];
+      const fz_request *fq = &r->p->requests[mdc_fz_arg(k, MDC_A_REQUEST)->request];
+      unsigned arg = 0;
+      while (arg < fq->n_out && fq->out[arg].pool != e->vc.o[c].pool) arg++;
+      return finding(r, (int)i, "value",
+                     snapshot ? "reference decision (docs/memory-domains.md): an execution reads the storage its token "
+                                "inputs held when it was issued; a later write goes to fresh storage"
+                              : "SPEC 4, 6: an execution that returns NONE computed its outputs from its inputs' values "
+                                "(nothing it uses is freed or overwritten under it)",
+                     "output %u (pool %u): element %zu is %.9g, the model's value is %.9g; %zu of %zu elements differ", arg,
+                     e->vc.o[c].pool, first, (double)got[first], (double)want[first], bad, n);
+    }
+  }
+}
+
 /* Makes call i with its arguments resolved; judges it against the prediction in st; moves st. */
 static void run_call(fz_runner *r, unsigned i, fz_state *st, uint8_t *scratch) {
   const mdc_fz_prog *p = r->p;
   const fz_call *k = &p->calls[i];
   fz_outcome *oc = &r->outs[i];
   fz_pred *pr = &oc->pred;
+  oc->vc.n = 0;
   mdc_fz_predict(st, p, k, pr);
   const md_driver *d = r->drv;
   md_device *dev = r->dev;
@@ -598,24 +773,44 @@ static void run_call(fz_runner *r, unsigned i, fz_state *st, uint8_t *scratch) {
         return;
       }
       md_handle pm = value(r, &mdc_fz_arg(k, MDC_A_PREPARED)->ref);
+      static _Thread_local struct vexp ve;
+      int seq = !(k->block && r->target == FZ_CONCURRENCY);   /* lanes race on contents */
+      ve.vc.n = 0;
+      if (seq) vexpect(r, i, st, fq, &aq.q, &ve, scratch);
       if (k->call == MDC_CALL_EXECUTE) {
         const fz_arg *ns = mdc_fz_arg(k, MDC_A_N_SHAPES);
         n_shapes = ns ? (ns->u64 > FZ_MAX_ARGS ? FZ_MAX_ARGS : (uint32_t)ns->u64) : fq->n_out;
         got = d->execute(dev, client, pm, &aq.q, n_shapes ? shapes : NULL, n_shapes, &timing);
         judge_exec(r, i, pr, got, shapes, n_shapes, &timing);
+        if (got == MD_NONE && ve.vc.n) vjudge(r, i, &ve, scratch, 0);
       } else {
         md_handle ev = 0;
         got = d->execute_async(dev, client, pm, &aq.q, &ev);
         made = ev;
+        if (got == MD_NONE && ve.vc.n && k->obj < FZ_MAX_OBJS) {
+          r->vexp[k->obj] = ve;
+          r->vexp[k->obj].run = r->run_no;
+        }
       }
       break;
     }
     case MDC_CALL_WAIT_EVENT: {
       const fz_arg *ns = mdc_fz_arg(k, MDC_A_N_SHAPES), *to = mdc_fz_arg(k, MDC_A_TIMEOUT_NS);
       n_shapes = ns ? (ns->u64 > FZ_MAX_ARGS ? FZ_MAX_ARGS : (uint32_t)ns->u64) : pr->ex.n_out;
-      got = d->wait_event(dev, client, value(r, &mdc_fz_arg(k, MDC_A_EVENT)->ref), to ? to->u64 : UINT64_MAX,
-                          n_shapes ? shapes : NULL, n_shapes, &timing);
+      const fz_ref *er = &mdc_fz_arg(k, MDC_A_EVENT)->ref;
+      got = d->wait_event(dev, client, value(r, er), to ? to->u64 : UINT64_MAX, n_shapes ? shapes : NULL, n_shapes,
+                          &timing);
       judge_exec(r, i, pr, got, shapes, n_shapes, &timing);
+      if (got == MD_NONE && er->how == FZ_REF_OBJ && !er->forge && er->obj < FZ_MAX_OBJS &&
+          r->vexp[er->obj].run == r->run_no && r->vexp[er->obj].vc.n) {
+        const struct vexp *e = &r->vexp[er->obj];
+        int written = 0, snapshot = 0;
+        for (unsigned t = 0; t < e->n_tok && !written; t++) {
+          written = token_written(p, e->vc.issue, i, e->tok[t], r->strict);
+          snapshot |= !written && r->strict && token_written(p, e->vc.issue, i, e->tok[t], 0);
+        }
+        if (!written) vjudge(r, i, e, scratch, snapshot);
+      }
       break;
     }
     default: break;
@@ -743,6 +938,7 @@ int mdc_fz_run(fz_runner *r, const mdc_fz_prog *p, fz_outcome *outs, fz_finding 
   memset(r->vals, 0, sizeof r->vals);
   r->used = 0;
   r->n_shared = 0;
+  r->run_no++;
   atomic_store(&r->stop, 0);
   /* The device of the last run serves this one. For concurrency the program's seed orders the
    * simulator's asynchronous work (the schedule is part of the input): a run with another seed
@@ -750,12 +946,22 @@ int mdc_fz_run(fz_runner *r, const mdc_fz_prog *p, fz_outcome *outs, fz_finding 
    * device opened again whenever the seed changed would make the first run of each input take
    * the open's paths and the others not (AFL++ counts them unstable). */
   uint32_t seed = r->target == FZ_CONCURRENCY ? p->seed : 0;
-  if (r->dev && (r->fresh_each || r->dev_seed != seed)) mdc_fz_runner_close_device(r);
+  /* A stall's fault plan counts the device's executions from its open: such a run gets a device
+   * of its own (opened here, closed at its end). */
+  if (r->dev && (r->fresh_each || r->dev_seed != seed || p->stall)) mdc_fz_runner_close_device(r);
   if (!r->dev) {
-    char config[600];
+    char config[640];
     snprintf(config, sizeof config, "%s%sseed=%u;mem_limit=%llu", r->config, r->config[0] ? ";" : "",
              r->fresh_each ? p->seed : seed, (unsigned long long)MEM_LIMIT);
-    md_status st = r->drv->open_device(config, &r->dev);
+    md_status st = MD_GENERAL_FAILURE;
+    if (p->stall) {
+      /* a driver without the simulator's fault plans runs the program without its stall */
+      size_t len = strlen(config);
+      snprintf(config + len, sizeof config - len, ";faults=stall@%u", p->stall);
+      st = r->drv->open_device(config, &r->dev);
+      if (st != MD_NONE) config[len] = 0;
+    }
+    if (st != MD_NONE) st = r->drv->open_device(config, &r->dev);
     if (st != MD_NONE || !r->dev) {
       snprintf(err, errlen, "open_device(\"%s\") returned %s: %s", config, sname(st), r->drv->last_error(NULL));
       r->dev = NULL;
@@ -779,7 +985,7 @@ int mdc_fz_run(fz_runner *r, const mdc_fz_prog *p, fz_outcome *outs, fz_finding 
   }
   atomic_store(&r->current, -1);
   /* After a finding the driver's state is suspect: the next run gets a new device. */
-  if (f->found || r->fresh_each || reset_device(r, p)) mdc_fz_runner_close_device(r);
+  if (f->found || r->fresh_each || p->stall || reset_device(r, p)) mdc_fz_runner_close_device(r);
   r->p = NULL;
   return 0;
 }

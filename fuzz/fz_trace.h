@@ -7,7 +7,17 @@
 
 #include <stdio.h>
 
+#include "fz_eval.h"
 #include "fz_model.h"
+
+/* The value oracle's expectation for an execution (fz_eval.h): after NONE, output pool
+ * pool of the request of call `issue` holds count floats from its offset off, v[at...]. */
+typedef struct fz_vcheck {
+  uint8_t n;                     /* outputs checked (0: none) */
+  uint16_t issue;                /* the execute or execute_async call */
+  struct { uint8_t pool; uint32_t off; uint16_t count, at; } o[FZ_MAX_IO];
+  float v[FZ_EVAL_MAX * 2];
+} fz_vcheck;
 
 /* What a run saw of one call (fz_run.c fills them). */
 typedef struct fz_outcome {
@@ -17,6 +27,7 @@ typedef struct fz_outcome {
   uint32_t n_shapes;
   md_output_shape shapes[FZ_MAX_ARGS];
   md_leak_report leaks;
+  fz_vcheck vc;                  /* execute, wait_event: the values it was judged on */
 } fz_outcome;
 
 enum {

@@ -514,7 +514,16 @@ static int read_line(rd *r, json_t *ev, unsigned *block_lanes) {
   if (!strcmp(op, "open_device")) {
     if (r->devices++) return fail(r, "a second open_device");
     const char *cfg = json_string_value(json_object_get(ev, "config"));
-    if (cfg && (strstr(cfg, "faults") || strstr(cfg, "latency_ns"))) return fail(r, "a fault plan or a latency");
+    const char *fp = cfg ? strstr(cfg, "faults=") : NULL;
+    if (fp) {
+      /* the one plan programs hold: stall@N (concurrency), alone */
+      char *end = NULL;
+      unsigned long n = strncmp(fp + 7, "stall@", 6) ? 0 : strtoul(fp + 13, &end, 10);
+      if (r->t != FZ_CONCURRENCY || !n || n > FZ_MAX_STALL || (*end && *end != ';'))
+        return fail(r, "a fault plan other than one stall@N (N <= %d) of a concurrency program", FZ_MAX_STALL);
+      p->stall = (uint8_t)n;
+    }
+    if (cfg && strstr(cfg, "latency_ns")) return fail(r, "a latency");
     const char *s = cfg ? strstr(cfg, "seed=") : NULL;
     if (s) p->seed = (uint32_t)strtoull(s + 5, NULL, 0);
     return 0;
@@ -614,5 +623,6 @@ int mdc_fz_trace_read(const char *path, mdc_fz_target t, mdc_fz_prog *out, char 
     json_decref(r->names[i].def);
   }
   free(r);
+  if (rc >= 0) mdc_fz_finish(t, out);   /* as the decoder ends: decode(encode(p)) is p */
   return rc < 0 ? -1 : 0;
 }

@@ -376,7 +376,8 @@ static void emit_call(wr *w, unsigned i) {
   const fz_outcome *oc = w->outs ? &w->outs[i] : NULL;
   int check = w->o->mode == FZ_TRACE_ORACLE && oc && k->call == MDC_CALL_COPY_TO && oc->pred.check &&
               (oc->pred.set & FZ_BIT(MD_NONE));
-  if (check && oc->pred.set != FZ_BIT(MD_NONE)) {
+  int vcheck = w->o->mode == FZ_TRACE_ORACLE && oc && oc->vc.n && (oc->pred.set & FZ_BIT(MD_NONE));
+  if ((check || vcheck) && oc->pred.set != FZ_BIT(MD_NONE)) {
     snprintf(name, sizeof name, "k%u", i);
     json_object_set_new(j, "id", json_string(name));
   }
@@ -415,6 +416,26 @@ static void emit_call(wr *w, unsigned i) {
     }
     emit(w, c);
   }
+  for (unsigned c = 0; vcheck && c < oc->vc.n; c++) {
+    /* the value oracle's (fz_eval.h): the output pool after NONE; a value JSON cannot hold
+     * (NaN: any value is right; infinities) leaves that output out */
+    const float *v = oc->vc.v + oc->vc.o[c].at;
+    unsigned n = oc->vc.o[c].count, finite = 1;
+    for (unsigned x = 0; x < n; x++) finite &= isfinite(v[x]) != 0;
+    if (!finite) continue;
+    json_t *vals = json_array();
+    for (unsigned x = 0; x < n; x++) json_array_append_new(vals, float_json(v[x]));
+    snprintf(name, sizeof name, "m%u_%u", oc->vc.issue, oc->vc.o[c].pool);
+    json_t *cj = json_pack("{s:s,s:s,s:i,s:s,s:{s:o}}", "op", "check", "memory", name, "offset",
+                           (json_int_t)oc->vc.o[c].off, "type", "f32", "values", "f32", vals);
+    if (k->block && w->o->target == FZ_CONCURRENCY) json_object_set_new(cj, "lane", json_integer(k->lane));
+    if (oc->pred.set != FZ_BIT(MD_NONE)) {
+      char id[24];
+      snprintf(id, sizeof id, "k%u", i);
+      json_object_set_new(cj, "when", json_pack("{s:s,s:[s]}", "status", id, "in", "NONE"));
+    }
+    emit(w, cj);
+  }
 }
 
 /* Objects that two or more calls of the block may release: their successes are tallied. */
@@ -449,9 +470,10 @@ int mdc_fz_trace_write(FILE *f, const mdc_fz_prog *p, const fz_outcome *outs, co
   for (unsigned i = 0; i < upto; i++) allocates |= p->calls[i].call == MDC_CALL_ALLOCATE;
   char desc[256];
   snprintf(desc, sizeof desc, "fuzz program (target %s), %u calls", mdc_fz_target_name(o->target), upto);
-  char config[96];
-  if (o->mem_limit) snprintf(config, sizeof config, "seed=%u;mem_limit=%" PRIu64, p->seed, o->mem_limit);
-  else snprintf(config, sizeof config, "seed=%u", p->seed);
+  char config[128], stall[32] = "";
+  if (p->stall) snprintf(stall, sizeof stall, ";faults=stall@%u", p->stall);
+  if (o->mem_limit) snprintf(config, sizeof config, "seed=%u;mem_limit=%" PRIu64 "%s", p->seed, o->mem_limit, stall);
+  else snprintf(config, sizeof config, "seed=%u%s", p->seed, stall);
   emit(&w, json_pack("{s:s,s:s,s:s}", "op", "open_device", "as", "dev", "config", config));
   for (unsigned i = 0; i < upto;) {
     const fz_call *k = &p->calls[i];
@@ -479,11 +501,13 @@ int mdc_fz_trace_write(FILE *f, const mdc_fz_prog *p, const fz_outcome *outs, co
     i++;
   }
   if (fclose(mem) != 0) w.err = 1;
+  json_t *req = json_array();
+  if (allocates) json_array_append_new(req, json_string("memory_domains"));
+  if (p->stall) json_array_append_new(req, json_string("sim"));   /* a fault plan */
   json_t *h = json_pack("{s:s,s:s,s:s,s:[s],s:o,s:b,s:[s,s]}", "mdc_trace", w.v11 ? "1.1" : "1.0", "name", o->name,
                         "description", o->description ? o->description : desc, "rules",
-                        o->rule ? o->rule : "SPEC 1-8: the fuzz oracle's state model", "requires",
-                        allocates ? json_pack("[s]", "memory_domains") : json_array(), "must_pass", 1, "tags", "fuzz",
-                        mdc_fz_target_name(o->target));
+                        o->rule ? o->rule : "SPEC 1-8: the fuzz oracle's state model", "requires", req, "must_pass", 1,
+                        "tags", "fuzz", mdc_fz_target_name(o->target));
   w.f = f;
   emit(&w, h);
   if (body && fwrite(body, 1, body_len, f) != body_len) w.err = 1;

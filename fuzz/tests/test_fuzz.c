@@ -211,6 +211,17 @@ static md_status lax_copy_to(md_device *d, md_handle client, md_token t, const m
   return st == MD_GENERAL_FAILURE ? MD_NONE : st;   /* reads uninitialized buffers */
 }
 
+/* Returns NONE with a wrong value in the first output's pool (a kernel that read the wrong memory). */
+static md_status lax_execute(md_device *d, md_handle client, md_handle prepared, const md_request *req,
+                             md_output_shape *shapes, uint32_t n_shapes, md_timing *timing) {
+  md_status st = real->execute(d, client, prepared, req, shapes, n_shapes, timing);
+  if (st == MD_NONE && req->n_outputs && req->outputs[0].pool < req->n_pools && !req->pools[req->outputs[0].pool].is_token) {
+    float bad = 12345.0f;
+    cr_assert_eq(pwrite(req->pools[req->outputs[0].pool].memory.fd, &bad, 4, (off_t)req->outputs[0].offset + 4), 4);
+  }
+  return st;
+}
+
 static void write_text(const char *path, const char *text) {
   FILE *f = fopen(path, "w");
   cr_assert_not_null(f);
@@ -245,6 +256,7 @@ static fz_finding run_lax(const char *tail, fz_harness **hp) {
   lax = *real;
   lax.free_buffer = lax_free_buffer;
   lax.copy_to = lax_copy_to;
+  lax.execute = lax_execute;
   fz_runner *r = mdc_fz_runner_new(&lax, "backend=sim", FZ_TOKENS);
   cr_assert_not_null(r);
   static fz_outcome outs[FZ_MAX_CALLS];
@@ -268,6 +280,141 @@ Test(oracle, an_uninitialized_buffer_read_is_a_finding) {
   cr_assert(f.found);
   cr_assert(strstr(f.signature, "oracle:copy_to:NONE:"), "%s", f.signature);
   cr_assert(strstr(f.message, "uninitialized"), "%s", f.message);
+}
+
+static const char *add_tail =
+    "{\"op\": \"memory\", \"as\": \"a\", \"kind\": \"ashmem\", \"size\": 8, \"data\": {\"f32\": [1, 2]}}\n"
+    "{\"op\": \"memory\", \"as\": \"b\", \"kind\": \"ashmem\", \"size\": 8, \"data\": {\"f32\": [10, 20]}}\n"
+    "{\"op\": \"copy_from\", \"token\": \"t\", \"src\": \"a\"}\n"
+    "{\"op\": \"request\", \"as\": \"q\", \"inputs\": [{\"pool\": 0}, {\"pool\": 1, \"length\": 8}], \"outputs\": "
+    "[{\"pool\": 2, \"length\": 8}], \"pools\": [{\"token\": \"t\"}, {\"memory\": \"b\"}, {\"memory\": \"o\"}]}\n"
+    "{\"op\": \"execute\", \"prepared\": \"p\", \"request\": \"q\"}\n";
+
+Test(oracle, an_execution_that_writes_a_wrong_value_is_a_finding) {
+  fz_finding f = run_lax(add_tail, NULL);
+  cr_assert(f.found);
+  cr_assert(strstr(f.signature, "oracle:execute:value:"), "%s", f.signature);
+  cr_assert(strstr(f.message, "element 1 is 12345"), "%s", f.message);
+}
+
+Test(oracle, the_values_of_a_right_execution_are_no_finding) {
+  char path[] = "/tmp/mdc-fz-ref-XXXXXX";
+  close(mkstemp(path));
+  char text[8192];
+  snprintf(text, sizeof text, "%s%s", head, add_tail);
+  write_text(path, text);
+  char err[512];
+  cr_assert_eq(mdc_fz_trace_read(path, FZ_TOKENS, &P, err, sizeof err), 0, "%s", err);
+  unlink(path);
+  fz_runner *r = mdc_fz_runner_new(md_driver_entry(MD_DRIVER_ABI_VERSION), "backend=sim", FZ_TOKENS);
+  static fz_outcome outs[FZ_MAX_CALLS];
+  fz_finding f;
+  cr_assert_eq(mdc_fz_run(r, &P, outs, &f, err, sizeof err), 0);
+  cr_assert(!f.found, "%s", f.message);
+  /* the execute (the last call) was judged on its values: a + b, element by element */
+  const fz_outcome *oc = &outs[P.n_calls - 1];
+  cr_assert_eq(oc->got, MD_NONE);
+  cr_assert_eq(oc->vc.n, 1, "the output's values were not judged");
+  cr_assert_eq(oc->vc.o[0].count, 2);
+  mdc_fz_runner_free(r);
+}
+
+Test(evaluator, add_sub_mul_relu_with_fused_activations) {
+  fz_model m;
+  memset(&m, 0, sizeof m);
+  fz_dims d2 = {.present = 1, .rank = 1, .d = {3}};
+  m.n_operands = 6;
+  m.opnd[0] = (fz_operand){.type = MD_TENSOR_FLOAT32, .lifetime = MD_SUBGRAPH_INPUT, .dims = d2};
+  m.opnd[1] = (fz_operand){.type = MD_TENSOR_FLOAT32, .lifetime = MD_SUBGRAPH_INPUT, .dims = d2};
+  m.opnd[2] = (fz_operand){.type = MD_INT32, .lifetime = MD_CONSTANT_COPY, .offset = 0, .length = 4};
+  m.opnd[3] = (fz_operand){.type = MD_TENSOR_FLOAT32, .lifetime = MD_TEMPORARY_VARIABLE, .dims = d2};
+  m.opnd[4] = (fz_operand){.type = MD_TENSOR_FLOAT32, .lifetime = MD_SUBGRAPH_OUTPUT, .dims = d2};
+  m.opnd[5] = (fz_operand){.type = MD_INT32, .lifetime = MD_CONSTANT_COPY, .offset = 4, .length = 4};
+  int32_t acts[2] = {3, 0};   /* RELU6, then none */
+  memcpy(m.values, acts, sizeof acts);
+  m.n_values = 8;
+  m.n_ops = 2;
+  m.op[0] = (fz_operation){.type = MD_OP_MUL, .n_in = 3, .n_out = 1, .in = {0, 1, 2}, .out = {3}};
+  m.op[1] = (fz_operation){.type = MD_OP_SUB, .n_in = 3, .n_out = 1, .in = {3, 0, 5}, .out = {4}};
+  m.n_in = 2;
+  m.in[0] = 0;
+  m.in[1] = 1;
+  m.n_out = 1;
+  m.out[0] = 4;
+  float a[3] = {1, -2, 4}, b[3] = {2, 3, 4}, o[3];
+  const float *in[2] = {a, b};
+  float *out[1] = {o};
+  static fz_eval_scratch s;
+  cr_assert_eq(mdc_fz_eval(&m, in, out, &s), 0);
+  /* relu6(a * b) - a: relu6(2) - 1, relu6(-6) + 2, relu6(16) - 4 */
+  cr_assert(o[0] == 1.0f && o[1] == 2.0f && o[2] == 2.0f, "%g %g %g", o[0], o[1], o[2]);
+  m.op[0].type = MD_OP_CONCATENATION;   /* beyond the evaluator */
+  cr_assert_eq(mdc_fz_eval(&m, in, out, &s), -1);
+  m.op[0].type = MD_OP_ADD;
+  acts[0] = 7;                          /* not an activation */
+  memcpy(m.values, acts, sizeof acts);
+  cr_assert_eq(mdc_fz_eval(&m, in, out, &s), -1);
+  cr_assert(mdc_fz_eval_same(__builtin_nanf(""), 3.0f) && mdc_fz_eval_same(0.0f, -0.0f) && !mdc_fz_eval_same(1.0f, 2.0f));
+}
+
+Test(encoding, a_concurrency_programs_stall_goes_through_bytes_and_traces) {
+  char path[] = "/tmp/mdc-fz-stall-XXXXXX";
+  close(mkstemp(path));
+  char text[8192];
+  snprintf(text, sizeof text, "%s", head);
+  char *cfg = strstr(text, "\"config\": \"\"");
+  cr_assert_not_null(cfg);
+  const char *stalled = "\"config\": \"faults=stall@3\"";
+  char rest[8192];
+  snprintf(rest, sizeof rest, "%s", cfg + strlen("\"config\": \"\""));
+  snprintf(cfg, sizeof text - (size_t)(cfg - text), "%s%s", stalled, rest);
+  write_text(path, text);
+  char err[512];
+  cr_assert_eq(mdc_fz_trace_read(path, FZ_CONCURRENCY, &P, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(P.stall, 3);
+  size_t n = mdc_fz_encode(FZ_CONCURRENCY, &P, enc, sizeof enc);
+  cr_assert_gt(n, 0);
+  mdc_fz_decode(FZ_CONCURRENCY, enc, n, &Q);
+  cr_assert_eq(Q.stall, 3);
+  char *t = static_trace(&Q, FZ_CONCURRENCY);
+  cr_assert(strstr(t, "faults=stall@3"), "%s", t);
+  free(t);
+  /* other targets and other plans: beyond the encoding */
+  cr_assert_neq(mdc_fz_trace_read(path, FZ_TOKENS, &P, err, sizeof err), 0);
+  unlink(path);
+}
+
+Test(encoding, a_concurrency_program_ends_by_waiting_for_the_events_it_leaves_live) {
+  char path[] = "/tmp/mdc-fz-wait-XXXXXX";
+  close(mkstemp(path));
+  char text[8192];
+  /* add_tail with its execute made asynchronous and never waited for */
+  snprintf(text, sizeof text, "%s%.*s%s", head, (int)(strstr(add_tail, "{\"op\": \"execute\"") - add_tail), add_tail,
+           "{\"op\": \"execute_async\", \"prepared\": \"p\", \"request\": \"q\", \"as\": \"ev\"}\n");
+  write_text(path, text);
+  char err[512];
+  cr_assert_eq(mdc_fz_trace_read(path, FZ_CONCURRENCY, &P, err, sizeof err), 0, "%s", err);
+  const fz_call *last = &P.calls[P.n_calls - 1];
+  cr_assert_eq(last->call, MDC_CALL_WAIT_EVENT, "the program ends with call %u", last->call);
+  cr_assert_eq(mdc_fz_arg(last, MDC_A_EVENT)->ref.obj, P.calls[P.n_calls - 2].obj);
+  cr_assert_null(mdc_fz_arg(last, MDC_A_TIMEOUT_NS), "a wait without deadline");
+  /* the same through bytes: decode(encode(p)) is p, with no second wait */
+  size_t n = mdc_fz_encode(FZ_CONCURRENCY, &P, enc, sizeof enc);
+  mdc_fz_decode(FZ_CONCURRENCY, enc, n, &Q);
+  cr_assert_eq(Q.n_calls, P.n_calls);
+  /* its run judges the values at that wait */
+  fz_runner *r = mdc_fz_runner_new(md_driver_entry(MD_DRIVER_ABI_VERSION), "backend=sim", FZ_CONCURRENCY);
+  static fz_outcome outs[FZ_MAX_CALLS];
+  fz_finding f;
+  cr_assert_eq(mdc_fz_run(r, &P, outs, &f, err, sizeof err), 0, "%s", err);
+  cr_assert(!f.found, "%s", f.message);
+  cr_assert_eq(outs[P.n_calls - 1].got, MD_NONE);
+  cr_assert_eq(outs[P.n_calls - 1].vc.n, 1, "the wait's values were not judged");
+  mdc_fz_runner_free(r);
+  /* tokens and shapes programs stay as they are */
+  cr_assert_eq(mdc_fz_trace_read(path, FZ_TOKENS, &P, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(P.calls[P.n_calls - 1].call, MDC_CALL_EXECUTE_ASYNC);
+  unlink(path);
 }
 
 Test(oracle, the_same_calls_on_the_reference_driver_find_nothing) {

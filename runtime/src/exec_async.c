@@ -25,6 +25,8 @@ struct md__event {
   _Atomic bool done;         /* set under lock; read without it by a waiter's first spin */
   bool released;             /* a wait without deadline came: a stall (fault plan) no longer holds
                                 it; under the device's q_lock */
+  bool held;                 /* a fault plan's stall holds its execution (set before the handle
+                                is issued, never changed) */
   md_status status;
   char message[MD__ERROR_MAX];
   uint32_t n_shapes;
@@ -225,6 +227,7 @@ md_status md__execute_async(md_device *d, md_handle client, md_handle prepared, 
     return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "execute_async: out of memory");
   }
   ev->n_shapes = x->n_out;
+  ev->held = x->stall;
   pthread_mutex_init(&ev->lock, NULL);
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
@@ -297,6 +300,14 @@ md_status md__wait_event(md_device *d, md_handle client, md_handle event, uint64
     return st;
   }
   md__event *ev = ee->obj;
+  if (timeout_ns != UINT64_MAX && ev->held) {
+    /* A held execution runs only once a wait without deadline releases it: a wait with a
+     * deadline cannot see it finish, so it returns MISSED_DEADLINE_TRANSIENT at once instead of
+     * sleeping to its deadline (which may be centuries away). */
+    pthread_mutex_lock(&d->q_lock);
+    if (!ev->released) timeout_ns = 0;
+    pthread_mutex_unlock(&d->q_lock);
+  }
   if (timeout_ns == UINT64_MAX) {
     /* A wait without deadline releases its execution if a fault plan stalled it (parked, or
      * still queued: the flag keeps the worker from parking it). */
