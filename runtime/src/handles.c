@@ -24,7 +24,9 @@ void md__htable_init(md__htable *t, const uint8_t key[16], md__hdestroy_fn destr
 }
 
 void md__htable_fini(md__htable *t) {
-  for (uint32_t i = 0; i < MD__HT_MAX_CHUNKS; i++) free(atomic_load(&t->chunks[i]));
+  /* Chunks are made in slot order: none past the one holding the last slot ever issued. */
+  uint32_t n = ((t->next_unused - 1u) >> MD__HT_CHUNK_BITS) + 1u;
+  for (uint32_t i = 0; i < n && i < MD__HT_MAX_CHUNKS; i++) free(atomic_load(&t->chunks[i]));
   pthread_mutex_destroy(&t->lock);
 }
 

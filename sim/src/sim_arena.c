@@ -80,6 +80,7 @@ _Static_assert(MD__ARENA_MAX_LIMIT <= W_SIZE, "size field");
 typedef struct leaf {
   _Atomic uint64_t starts[LEAF_UNITS / 64u];
   _Atomic uint64_t word[LEAF_UNITS];
+  struct leaf *made_next;       /* the arena's list of the leaves it made (for destroy) */
 } leaf;
 
 typedef struct rec {
@@ -96,6 +97,7 @@ struct md__arena {
   uint64_t units;               /* reserved / G */
   _Atomic(leaf *) *dir;         /* units / LEAF_UNITS (rounded up) leaves */
   uint64_t n_leaves;
+  leaf *made;                   /* the leaves made so far (few of dir's: an arena of 1 GiB has 16K) */
   _Atomic uint64_t *lv[MAX_LV];
   unsigned n_lv;
   /* The allocator. */
@@ -236,7 +238,11 @@ static leaf *leaf_make(md__arena *a, uint64_t u) {
   leaf *l = leaf_of(a, u);
   if (!l) {
     l = calloc(1, sizeof *l);
-    if (l) atomic_store_explicit(&a->dir[u >> LEAF_BITS], l, memory_order_release);
+    if (l) {
+      l->made_next = a->made;
+      a->made = l;
+      atomic_store_explicit(&a->dir[u >> LEAF_BITS], l, memory_order_release);
+    }
   }
   return l;
 }
@@ -646,8 +652,10 @@ static void fill(md__arena *a, uint64_t off, uint64_t len, uint8_t byte, int lar
 
 void md__arena_destroy(md__arena *a) {
   if (!a) return;
-  if (a->dir)
-    for (uint64_t i = 0; i < a->n_leaves; i++) free(atomic_load_explicit(&a->dir[i], memory_order_relaxed));
+  for (leaf *l = a->made, *next; l; l = next) {
+    next = l->made_next;
+    free(l);
+  }
   free((void *)a->dir);
   for (unsigned k = 0; k < a->n_lv; k++) free((void *)a->lv[k]);
   for (uint64_t i = 0; i < a->n_chunks; i++) free(a->chunks[i]);
