@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # fuzz_figures.sh - the fuzzing figures of docs/fuzzing.md, measured: one campaign per target (the
 # trivial harness's ceiling measured just before, by the same mdc fuzz run), then the sensitivity
-# table (each program target against each mutant whose rule concerns it, from one tiny seed, until
-# the first finding or the limit). Sequential, one core at a time (--jobs 1).
+# table (each program target against each mutant whose rule concerns it, from the tiny seeds of
+# fuzz/tiny/, until the first finding or the limit). Sequential, one core at a time (--jobs 1).
 # Usage: scripts/fuzz_figures.sh [SECONDS_PER_TARGET [SECONDS_PER_MUTANT [OUT_DIR]]]
 # TARGETS="tokens shapes" and PAIRS="mutant:target ..." pick a part (two parts run side by side on
 # two cores, each part on one).
