@@ -836,6 +836,7 @@ static void disturb_events(fz_state *s, uint16_t tok) {
       if (o->ev.ex.out_tok[j] == tok || o->ev.ex.in_tok[j] == tok) {
         o->ev.ex.set |= FZ_BIT(MD_GENERAL_FAILURE) | FZ_BIT(MD_NONE);
         o->ev.ex.shapes_known = 0;
+        if (o->ev.ex.out_tok[j] == tok) o->ev.ex.disturbed = 1;
       }
   }
 }
@@ -933,6 +934,7 @@ void mdc_fz_apply(fz_state *s, const mdc_fz_prog *p, const fz_call *k, const fz_
       /* An async execution in flight: its outputs are written, its inputs read, until waited. */
       if (k->obj < s->n) {
         s->o[k->obj].ev.ex = pr->ex;
+        s->o[k->obj].ev.ex.disturbed = 0;
         s->o[k->obj].ev.prepared = mdc_fz_arg(k, MDC_A_PREPARED)->ref.obj;
       }
       /* It may finish at any time before its wait (a driver may run it before execute_async
@@ -959,6 +961,9 @@ void mdc_fz_apply(fz_state *s, const mdc_fz_prog *p, const fz_call *k, const fz_
         /* Refused because another lane consumed it: dead. Refused whatever its state (another
          * client's handle, a forgery): it says nothing about the event. */
         if (!pr->sure && pr->ev_valid == FZ_MAYBE && o->live == FZ_MAYBE_LIVE) o->live = FZ_DEAD;
+        /* ... or it is the status of an execution that may fail so, which consumed the event:
+         * its fate is not known (a racing lane's view; sequentially `sure` decides) */
+        else if (!pr->sure && (pr->ex.set & FZ_BIT(MD_INVALID_ARGUMENT)) && o->live == FZ_LIVE) o->live = FZ_MAYBE_LIVE;
         return;
       }
       o->live = FZ_DEAD;
@@ -968,6 +973,16 @@ void mdc_fz_apply(fz_state *s, const mdc_fz_prog *p, const fz_call *k, const fz_
       for (unsigned i = 0; i < FZ_MAX_ARGS; i++)
         if (ex->in_tok[i] != FZ_NOBODY && s->o[ex->in_tok[i]].tok.readers) s->o[ex->in_tok[i]].tok.readers--;
       outputs_after(s, ex, got, 1);
+      if (ex->disturbed)
+        for (unsigned i = 0; i < ex->n_out; i++)
+          if (ex->out_tok[i] != FZ_NOBODY) {
+            /* the other write may have come after this execution finished, or before */
+            fz_tok *t = &s->o[ex->out_tok[i]].tok;
+            t->inited = FZ_MAYBE;
+            t->cur_known = FZ_MAYBE;
+            t->content = FZ_NO;
+            t->bytes_known = 0;
+          }
       return;
     }
     default:

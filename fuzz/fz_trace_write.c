@@ -366,7 +366,10 @@ static void emit_call(wr *w, unsigned i) {
         json_object_set_new(j, key, json_string(name));
         break;
       }
-      case MDC_T_U64: json_object_set_new(j, key, u64_json(x->u64)); break;
+      case MDC_T_U64:
+        /* n_shapes: what the harness passed (it clamps to FZ_MAX_ARGS; the format's limit is 4096) */
+        json_object_set_new(j, key, u64_json(cd->args[a].id == MDC_A_N_SHAPES && x->u64 > FZ_MAX_ARGS ? FZ_MAX_ARGS : x->u64));
+        break;
     }
   }
   if (cd->produces != MDC_OBJ_NONE && (w->o->mode == FZ_TRACE_STATIC || made(w, k->obj))) {
