@@ -100,6 +100,14 @@ static void warm_up(const char *driver) {
  * input: the device its inputs share is opened and warmed up here, so that opening it (and
  * starting its worker threads) is no input's coverage. AFL++ clears the map at the first
  * iteration of the persistent loop, after this. */
+/* Each child its own memfds: one made before the fork would be a file every child shares. */
+static void child_drop(void) {
+  if (harness && mdc_fz_harness_drop_memories(harness)) {
+    fprintf(stderr, "mdc fuzz target %s: memfd_create failed in a child\n", MDC_FZ_TARGET_NAME);
+    _exit(2);
+  }
+}
+
 static void child_open(void) {
   if (harness && mdc_fz_harness_prog(harness)) warm_up(getenv("MDC_FUZZ_DRIVER"));
 }
@@ -131,6 +139,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   /* One-time set-up of the driver (its kernels, libsodium) before the fork server starts. */
   if (!driver || !*driver) warm_up(driver);
   mdc_fz_harness_close_device(harness);   /* no device (nor its threads) at the fork */
+  if (!trace_out || !*trace_out) pthread_atfork(NULL, NULL, child_drop);
   if (!trace_out || !*trace_out) pthread_atfork(NULL, NULL, child_open);
   return 0;
 }

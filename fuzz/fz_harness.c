@@ -101,6 +101,14 @@ int mdc_fz_harness_target(const fz_harness *h) { return h->target; }
 void mdc_fz_harness_use_outcomes(fz_harness *h, fz_outcome *outs) { h->outs = outs ? outs : h->own; }
 void mdc_fz_harness_close_device(fz_harness *h) { mdc_fz_runner_close_device(h->runner); }
 
+int mdc_fz_harness_drop_memories(fz_harness *h) {
+  mdc_fz_runner_drop_memories(h->runner);
+  if (h->trace_fd < 0) return 0;
+  close(h->trace_fd);
+  h->trace_fd = memfd_create("mdc-fuzz-trace", MFD_CLOEXEC);
+  return h->trace_fd < 0 ? -1 : 0;
+}
+
 int mdc_fz_harness_current(const fz_harness *h, const char **op) {
   if (h->runner) return mdc_fz_runner_current(h->runner, op);
   if (op) *op = (const char *)h->trace_op;

@@ -179,6 +179,17 @@ void mdc_fz_runner_close_device(fz_runner *r) {
 
 void mdc_fz_runner_fresh_device(fz_runner *r, int fresh) { r->fresh_each = fresh; }
 
+void mdc_fz_runner_drop_memories(fz_runner *r) {
+  if (!r) return;
+  for (unsigned i = 0; i < MAX_SLOTS; i++)
+    if (r->slots[i].fd >= 0) {
+      close(r->slots[i].fd);
+      r->slots[i].fd = -1;
+      r->slots[i].size = 0;
+    }
+  r->n_shared = 0;
+}
+
 void mdc_fz_runner_free(fz_runner *r) {
   if (!r) return;
   mdc_fz_runner_close_device(r);

@@ -30,6 +30,10 @@ void mdc_fz_runner_free(fz_runner *r);
 /* Closes the device the runs share (its worker threads joined), if one is open: before a fork,
  * whose child must open its own. The next run opens a new one. */
 void mdc_fz_runner_close_device(fz_runner *r);
+/* Closes the memfds the runs reuse for memories (the next run makes new ones). Before a fork
+ * server starts: a memfd made before the fork is one file shared by every child, whose sizes
+ * each child would change behind the others' backs (the runner caches a slot's size). */
+void mdc_fz_runner_drop_memories(fz_runner *r);
 /* fresh != 0: every run opens a device and closes it at its end; 0: one device kept from run
  * to run (concurrency: while the seed stays the same). The default comes from
  * $MDC_FUZZ_FRESH_DEVICE (1 or 0), else the target: kept for concurrency, fresh for the others. */
