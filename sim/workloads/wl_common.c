@@ -73,7 +73,7 @@ void wl_init(wl_ctx *ctx, const char *name, int argc, char **argv, uint32_t defa
   ctx->seed = 1;
   ctx->steps = default_steps;
   const char *config = "backend=sim";
-  for (int i = 1; i < argc; i++) {
+  for (int i = 1; i < argc; i += 2) {   /* options and their values, in pairs */
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     uint64_t n;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) usage(name, default_steps, 0);
@@ -101,7 +101,6 @@ void wl_init(wl_ctx *ctx, const char *name, int argc, char **argv, uint32_t defa
       fprintf(stderr, "md_wl_%s: unknown option '%s'\n", name, a);
       usage(name, default_steps, 2);
     }
-    i++;
   }
   int n;
   if (md_config_has(config, "seed"))
