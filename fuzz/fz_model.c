@@ -600,7 +600,8 @@ static void predict_exec(const fz_state *s, const mdc_fz_prog *p, const fz_call 
     if (is_out) req_out[i] = c;
     else in_dims[i] = c;
   }
-  /* SPEC 4: a token written by the request appears nowhere else in it. */
+  /* SPEC 4: a token written by the request appears nowhere else in it (by value: a "forgery"
+   * that flips no bit or adds 0 is the same handle). */
   for (unsigned i = 0; i < rq->n_out; i++) {
     if (rq->out[i].no_value || rq->out[i].pool >= rq->n_pools || !rq->pools[rq->out[i].pool].is_token) continue;
     const fz_ref *t = &rq->pools[rq->out[i].pool].token;
@@ -608,8 +609,11 @@ static void predict_exec(const fz_state *s, const mdc_fz_prog *p, const fz_call 
       const fz_rarg *ra = a < rq->n_in ? &rq->in[a] : &rq->out[a - rq->n_in];
       if (ra == &rq->out[i] || ra->no_value || ra->pool >= rq->n_pools || !rq->pools[ra->pool].is_token) continue;
       const fz_ref *u = &rq->pools[ra->pool].token;
-      GATE(pr, u->how == t->how && u->obj == t->obj && u->forge == t->forge && u->v == t->v ? FZ_NO : FZ_YES,
-           MD_INVALID_ARGUMENT, "SPEC 4: a token used as an output appears again in the request");
+      int tf = t->forge && t->v, uf = u->forge && u->v;
+      int same = u->how == t->how &&
+                 (t->how == FZ_REF_OBJ ? u->obj == t->obj && tf == uf && (!tf || (u->forge == t->forge && u->v == t->v))
+                                       : u->v == t->v);
+      GATE(pr, same ? FZ_NO : FZ_YES, MD_INVALID_ARGUMENT, "SPEC 4: a token used as an output appears again in the request");
     }
   }
   /* SPEC 4, 8.5: inputs must be initialized; checked after every INVALID_ARGUMENT rule. */
