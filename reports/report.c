@@ -315,6 +315,7 @@ static int choose_baseline(rp_report *r, const char *spec, char *err, size_t err
   }
   if (!spec || !strcmp(spec, "previous")) {
     same.started_before = run->started_at;
+    same.before_id = run->id;   /* two runs in one millisecond: the lower id came first */
     int rc = newest(r->store, &same, &b->run);
     if (rc < 0) {
       seterr(err, errlen, "%s", mdc_store_error(r->store));

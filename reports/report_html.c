@@ -462,7 +462,8 @@ static int history(rp_report *r, FILE *f) {
   fprintf(f, "</h2>\n");
   hist h = {.r = r};
   mdc_run_filter flt = {.kind = run->kind, .driver_name = run->driver_name, .backend = run->backend,
-                        .started_before = run->started_at, .limit = r->history};
+                        .started_before = run->started_at, .before_id = run->id,
+                        .limit = r->history};
   int rc = mdc_store_runs_each(r->store, &flt, on_hist, &h);
   if (rc < 0 || h.failed || (rc == 0 && add_hist(&h, run) != 0)) {
     free(h.v);

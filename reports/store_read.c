@@ -160,7 +160,7 @@ int mdc_store_runs_each(mdc_store *s, const mdc_run_filter *f,
   char sql[2048];
   snprintf(sql, sizeof sql,
            "SELECT * FROM (%s WHERE (?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR driver_name = ?2) "
-           "AND (?3 IS NULL OR backend = ?3) AND (?4 IS NULL OR started_at < ?4) "
+           "AND (?3 IS NULL OR backend = ?3) AND (?4 IS NULL OR started_at < ?4 OR (started_at = ?4 AND id < ?6)) "
            "ORDER BY started_at DESC, id DESC LIMIT ?5) ORDER BY 3, 1",
            run_select(s));
   sqlite3_stmt *st;
@@ -170,6 +170,7 @@ int mdc_store_runs_each(mdc_store *s, const mdc_run_filter *f,
   mdc_store__bind_text(st, 3, f->backend);
   mdc_store__bind_text(st, 4, f->started_before);
   sqlite3_bind_int64(st, 5, f->limit ? (int64_t)f->limit : -1);
+  sqlite3_bind_int64(st, 6, f->before_id);
   int rc, ret = 0;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     mdc_run_row r;

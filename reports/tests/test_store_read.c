@@ -205,6 +205,30 @@ Test(store_read, runs_each_filters_by_driver_backend_kind_and_time_oldest_first)
   mdc_store_close(s);
 }
 
+Test(store_read, a_run_started_in_the_same_millisecond_is_before_when_its_id_is_lower) {
+  const char *p = st_path(0, "r.db");
+  mdc_store *w = st_open(p);
+  int64_t a = run_of(w, "replay", "drv", "sim"), b = run_of(w, "replay", "drv", "sim");
+  mdc_store_close(w);
+  set_started(p, a, "2026-01-01T10:00:00.123Z");
+  set_started(p, b, "2026-01-01T10:00:00.123Z");
+  mdc_store *s = open_read(p);
+  char buf[256] = "", want[256];
+  mdc_run_filter f = {.kind = "replay", .started_before = "2026-01-01T10:00:00.123Z", .before_id = b};
+  cr_assert_eq(mdc_store_runs_each(s, &f, collect_ids, buf), 0);
+  snprintf(want, sizeof want, "%" PRId64 ",", a);
+  cr_expect_str_eq(buf, want, "the run of the same millisecond with the lower id is the previous one");
+  buf[0] = 0;
+  f.before_id = 0;
+  cr_assert_eq(mdc_store_runs_each(s, &f, collect_ids, buf), 0);
+  cr_expect_str_eq(buf, "", "without before_id: strictly earlier only");
+  buf[0] = 0;
+  f.before_id = a;
+  cr_assert_eq(mdc_store_runs_each(s, &f, collect_ids, buf), 0);
+  cr_expect_str_eq(buf, "", "nothing came before the first");
+  mdc_store_close(s);
+}
+
 Test(store_read, case_cursors_stream_by_id_name_slowest_and_not_passing) {
   const char *p = st_path(0, "r.db");
   mdc_store *w = st_open(p);

@@ -226,6 +226,8 @@ void mdc_store_run_row_free(mdc_run_row *row);
 typedef struct mdc_run_filter {
   const char *kind, *driver_name, *backend;
   const char *started_before;  /* ISO time: only runs started strictly before it */
+  int64_t before_id;           /* with started_before: a run started in the same millisecond
+                                  counts as before when its id is lower (0: it does not) */
   uint32_t limit;              /* the newest `limit` runs (0: all); visited oldest first */
 } mdc_run_filter;
 /* Calls fn for every matching run, oldest first (started_at, then id). The row and its strings
