@@ -738,6 +738,8 @@ static uint16_t call_client(const fz_call *k) {
   return c && c->ref.how == FZ_REF_OBJ && !(c->ref.forge && c->ref.v) ? c->ref.obj : FZ_NOBODY;
 }
 
+static void append_waits(fz_state *st, mdc_fz_prog *p);
+
 void mdc_fz_decode(mdc_fz_target t, const uint8_t *data, size_t n, mdc_fz_prog *out) {
   /* Only the counts are reset: every entry is written whole when it is made (a program is
    * large, and this runs for every fuzz input). */
@@ -829,7 +831,7 @@ void mdc_fz_decode(mdc_fz_target t, const uint8_t *data, size_t n, mdc_fz_prog *
     blk->end = out->n_calls;
     if (blk->end == blk->first) out->n_blocks--;
   }
-  mdc_fz_finish(t, out);
+  if (t == FZ_CONCURRENCY) append_waits(&d.st, out);   /* d.st: the model after every call */
 }
 
 void mdc_fz_finish(mdc_fz_target t, mdc_fz_prog *p) {
@@ -842,11 +844,17 @@ void mdc_fz_finish(mdc_fz_target t, mdc_fz_prog *p) {
     mdc_fz_predict(&st, p, &p->calls[i], &pr);
     mdc_fz_apply(&st, p, &p->calls[i], &pr, pr.set & FZ_BIT(MD_NONE) ? MD_NONE : mdc_fz_set_first(pr.set));
   }
+  append_waits(&st, p);
+}
+
+/* mdc_fz_finish's appending, from st: the model's state after p's calls (moved on by each wait). */
+static void append_waits(fz_state *st, mdc_fz_prog *p) {
+  fz_pred pr;
   int pc = mdc_fz_arg_pos(MDC_CALL_WAIT_EVENT, MDC_A_CLIENT), pe = mdc_fz_arg_pos(MDC_CALL_WAIT_EVENT, MDC_A_EVENT);
-  for (unsigned o = 0; o < p->n_objs && o < st.n && p->n_calls < FZ_MAX_CALLS; o++) {
-    if (p->objs[o].kind != MDC_OBJ_EVENT || st.o[o].live != FZ_LIVE) continue;
+  for (unsigned o = 0; o < p->n_objs && o < st->n && p->n_calls < FZ_MAX_CALLS; o++) {
+    if (p->objs[o].kind != MDC_OBJ_EVENT || st->o[o].live != FZ_LIVE) continue;
     uint16_t client = call_client(&p->calls[p->objs[o].call]);
-    if (client == FZ_NOBODY || client >= st.n || st.o[client].live != FZ_LIVE) continue;
+    if (client == FZ_NOBODY || client >= st->n || st->o[client].live != FZ_LIVE) continue;
     fz_call *k = &p->calls[p->n_calls];
     memset(k, 0, sizeof *k);
     k->call = MDC_CALL_WAIT_EVENT;
@@ -854,8 +862,8 @@ void mdc_fz_finish(mdc_fz_target t, mdc_fz_prog *p) {
     k->a[pc].ref = (fz_ref){.how = FZ_REF_OBJ, .obj = client};
     k->a[pe].present = 1;
     k->a[pe].ref = (fz_ref){.how = FZ_REF_OBJ, .obj = (uint16_t)o};
-    mdc_fz_predict(&st, p, k, &pr);
-    mdc_fz_apply(&st, p, k, &pr, pr.set & FZ_BIT(MD_NONE) ? MD_NONE : mdc_fz_set_first(pr.set));
+    mdc_fz_predict(st, p, k, &pr);
+    mdc_fz_apply(st, p, k, &pr, pr.set & FZ_BIT(MD_NONE) ? MD_NONE : mdc_fz_set_first(pr.set));
     p->n_calls++;
   }
 }

@@ -568,9 +568,10 @@ static int token_written(const mdc_fz_prog *p, unsigned from, unsigned to, uint1
   unsigned end = to + 1;
   const fz_call *kw = &p->calls[to];
   if (kw->block) end = p->blocks[kw->block - 1].end;
+  int snapshot = strict && !kw->block && !p->calls[from].block;   /* issue and wait sequential */
   for (unsigned c = from + 1; c < end && c < p->n_calls; c++) {
     const fz_call *k = &p->calls[c];
-    if (strict && !k->block && !kw->block && !p->calls[from].block) continue;
+    if (snapshot && !k->block) continue;
     if (k->call == MDC_CALL_COPY_FROM) {
       const fz_arg *a = mdc_fz_arg(k, MDC_A_TOKEN);
       if (a && a->ref.how == FZ_REF_OBJ && a->ref.obj == t) return 1;

@@ -242,16 +242,34 @@ static const char *head =
     "{\"op\": \"allocate\", \"prepared\": [\"p\"], \"input_roles\": [{\"model\": 0, \"io\": 0, \"p\": 1.0}], \"as\": \"t\"}\n"
     "{\"op\": \"memory\", \"as\": \"o\", \"kind\": \"ashmem\", \"size\": 8}\n";
 
-/* Runs trace text (read as a program) against the lax driver; returns the finding. */
-static fz_finding run_lax(const char *tail, fz_harness **hp) {
-  char path[] = "/tmp/mdc-fz-lax-XXXXXX";
+/* Reads trace text into a program for target t (through a file, as traces come); 0 or -1. */
+static int read_text(const char *text, mdc_fz_target t, mdc_fz_prog *out) {
+  char path[] = "/tmp/mdc-fz-text-XXXXXX";
   close(mkstemp(path));
-  char text[8192];
-  snprintf(text, sizeof text, "%s%s", head, tail);
   write_text(path, text);
   char err[512];
-  cr_assert_eq(mdc_fz_trace_read(path, FZ_TOKENS, &P, err, sizeof err), 0, "%s", err);
+  int rc = mdc_fz_trace_read(path, t, out, err, sizeof err);
   unlink(path);
+  return rc;
+}
+
+/* Runs P on the reference driver for target t; outcomes in outs (may be NULL). */
+static fz_finding run_ref(mdc_fz_target t, fz_outcome *outs) {
+  fz_runner *r = mdc_fz_runner_new(md_driver_entry(MD_DRIVER_ABI_VERSION), "backend=sim", t);
+  cr_assert_not_null(r);
+  fz_finding f;
+  char err[512];
+  cr_assert_eq(mdc_fz_run(r, &P, outs, &f, err, sizeof err), 0, "%s", err);
+  mdc_fz_runner_free(r);
+  return f;
+}
+
+/* Runs trace text (read as a program) against the lax driver; returns the finding. */
+static fz_finding run_lax(const char *tail, fz_harness **hp) {
+  char text[8192];
+  snprintf(text, sizeof text, "%s%s", head, tail);
+  cr_assert_eq(read_text(text, FZ_TOKENS, &P), 0);
+  char err[512];
   real = md_driver_entry(MD_DRIVER_ABI_VERSION);
   lax = *real;
   lax.free_buffer = lax_free_buffer;
@@ -298,25 +316,17 @@ Test(oracle, an_execution_that_writes_a_wrong_value_is_a_finding) {
 }
 
 Test(oracle, the_values_of_a_right_execution_are_no_finding) {
-  char path[] = "/tmp/mdc-fz-ref-XXXXXX";
-  close(mkstemp(path));
   char text[8192];
   snprintf(text, sizeof text, "%s%s", head, add_tail);
-  write_text(path, text);
-  char err[512];
-  cr_assert_eq(mdc_fz_trace_read(path, FZ_TOKENS, &P, err, sizeof err), 0, "%s", err);
-  unlink(path);
-  fz_runner *r = mdc_fz_runner_new(md_driver_entry(MD_DRIVER_ABI_VERSION), "backend=sim", FZ_TOKENS);
+  cr_assert_eq(read_text(text, FZ_TOKENS, &P), 0);
   static fz_outcome outs[FZ_MAX_CALLS];
-  fz_finding f;
-  cr_assert_eq(mdc_fz_run(r, &P, outs, &f, err, sizeof err), 0);
+  fz_finding f = run_ref(FZ_TOKENS, outs);
   cr_assert(!f.found, "%s", f.message);
   /* the execute (the last call) was judged on its values: a + b, element by element */
   const fz_outcome *oc = &outs[P.n_calls - 1];
   cr_assert_eq(oc->got, MD_NONE);
   cr_assert_eq(oc->vc.n, 1, "the output's values were not judged");
   cr_assert_eq(oc->vc.o[0].count, 2);
-  mdc_fz_runner_free(r);
 }
 
 Test(evaluator, add_sub_mul_relu_with_fused_activations) {
@@ -358,8 +368,6 @@ Test(evaluator, add_sub_mul_relu_with_fused_activations) {
 }
 
 Test(encoding, a_concurrency_programs_stall_goes_through_bytes_and_traces) {
-  char path[] = "/tmp/mdc-fz-stall-XXXXXX";
-  close(mkstemp(path));
   char text[8192];
   snprintf(text, sizeof text, "%s", head);
   char *cfg = strstr(text, "\"config\": \"\"");
@@ -368,9 +376,7 @@ Test(encoding, a_concurrency_programs_stall_goes_through_bytes_and_traces) {
   char rest[8192];
   snprintf(rest, sizeof rest, "%s", cfg + strlen("\"config\": \"\""));
   snprintf(cfg, sizeof text - (size_t)(cfg - text), "%s%s", stalled, rest);
-  write_text(path, text);
-  char err[512];
-  cr_assert_eq(mdc_fz_trace_read(path, FZ_CONCURRENCY, &P, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(read_text(text, FZ_CONCURRENCY, &P), 0);
   cr_assert_eq(P.stall, 3);
   size_t n = mdc_fz_encode(FZ_CONCURRENCY, &P, enc, sizeof enc);
   cr_assert_gt(n, 0);
@@ -380,20 +386,15 @@ Test(encoding, a_concurrency_programs_stall_goes_through_bytes_and_traces) {
   cr_assert(strstr(t, "faults=stall@3"), "%s", t);
   free(t);
   /* other targets and other plans: beyond the encoding */
-  cr_assert_neq(mdc_fz_trace_read(path, FZ_TOKENS, &P, err, sizeof err), 0);
-  unlink(path);
+  cr_assert_neq(read_text(text, FZ_TOKENS, &P), 0);
 }
 
 Test(encoding, a_concurrency_program_ends_by_waiting_for_the_events_it_leaves_live) {
-  char path[] = "/tmp/mdc-fz-wait-XXXXXX";
-  close(mkstemp(path));
   char text[8192];
   /* add_tail with its execute made asynchronous and never waited for */
   snprintf(text, sizeof text, "%s%.*s%s", head, (int)(strstr(add_tail, "{\"op\": \"execute\"") - add_tail), add_tail,
            "{\"op\": \"execute_async\", \"prepared\": \"p\", \"request\": \"q\", \"as\": \"ev\"}\n");
-  write_text(path, text);
-  char err[512];
-  cr_assert_eq(mdc_fz_trace_read(path, FZ_CONCURRENCY, &P, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(read_text(text, FZ_CONCURRENCY, &P), 0);
   const fz_call *last = &P.calls[P.n_calls - 1];
   cr_assert_eq(last->call, MDC_CALL_WAIT_EVENT, "the program ends with call %u", last->call);
   cr_assert_eq(mdc_fz_arg(last, MDC_A_EVENT)->ref.obj, P.calls[P.n_calls - 2].obj);
@@ -403,36 +404,24 @@ Test(encoding, a_concurrency_program_ends_by_waiting_for_the_events_it_leaves_li
   mdc_fz_decode(FZ_CONCURRENCY, enc, n, &Q);
   cr_assert_eq(Q.n_calls, P.n_calls);
   /* its run judges the values at that wait */
-  fz_runner *r = mdc_fz_runner_new(md_driver_entry(MD_DRIVER_ABI_VERSION), "backend=sim", FZ_CONCURRENCY);
   static fz_outcome outs[FZ_MAX_CALLS];
-  fz_finding f;
-  cr_assert_eq(mdc_fz_run(r, &P, outs, &f, err, sizeof err), 0, "%s", err);
+  fz_finding f = run_ref(FZ_CONCURRENCY, outs);
   cr_assert(!f.found, "%s", f.message);
   cr_assert_eq(outs[P.n_calls - 1].got, MD_NONE);
   cr_assert_eq(outs[P.n_calls - 1].vc.n, 1, "the wait's values were not judged");
-  mdc_fz_runner_free(r);
   /* tokens and shapes programs stay as they are */
-  cr_assert_eq(mdc_fz_trace_read(path, FZ_TOKENS, &P, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(read_text(text, FZ_TOKENS, &P), 0);
   cr_assert_eq(P.calls[P.n_calls - 1].call, MDC_CALL_EXECUTE_ASYNC);
-  unlink(path);
 }
 
 Test(oracle, the_same_calls_on_the_reference_driver_find_nothing) {
-  char path[] = "/tmp/mdc-fz-ref-XXXXXX";
-  close(mkstemp(path));
   char text[8192];
   snprintf(text, sizeof text, "%s%s", head,
            "{\"op\": \"free_buffer\", \"token\": {\"forge\": \"t\", \"xor\": \"0x100000000\"}, \"expect\": {\"status\": \"INVALID_ARGUMENT\"}}\n"
            "{\"op\": \"copy_to\", \"token\": \"t\", \"dst\": \"o\", \"expect\": {\"status\": \"GENERAL_FAILURE\"}}\n");
-  write_text(path, text);
-  char err[512];
-  cr_assert_eq(mdc_fz_trace_read(path, FZ_TOKENS, &P, err, sizeof err), 0, "%s", err);
-  unlink(path);
-  fz_runner *r = mdc_fz_runner_new(md_driver_entry(MD_DRIVER_ABI_VERSION), "backend=sim", FZ_TOKENS);
-  fz_finding f;
-  cr_assert_eq(mdc_fz_run(r, &P, NULL, &f, err, sizeof err), 0);
+  cr_assert_eq(read_text(text, FZ_TOKENS, &P), 0);
+  fz_finding f = run_ref(FZ_TOKENS, NULL);
   cr_assert(!f.found, "%s", f.message);
-  mdc_fz_runner_free(r);
 }
 
 Test(trace_target, garbage_and_broken_traces_are_judged_not_crashed) {
