@@ -39,6 +39,7 @@ set(MD_LAYER_LINKS
   "mdc_cli_core|md_headers,mdc_store"
   "mdc_record|md_headers,md_loader,md_config,mdc_calls"
   "mdc_fuzz|md_headers,mdc_calls,mdc_engine,md_config"
+  "md_fuzz_mutator|md_headers,mdc_calls"
   "md_wl_common|md_driver,md_loader,md_config,md_headers"
   "md_tsan_runner|"
   "md_driver_skeleton|md_headers"

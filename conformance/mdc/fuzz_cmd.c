@@ -58,7 +58,7 @@ typedef struct finding {
 
 typedef struct campaign {
   const char *target, *driver, *config, *mutant, *db, *fuzz_build, *seeds, *node;
-  int secondary, strict, until_finding;
+  int secondary, strict, until_finding, no_mutator, mutator;
   char out[4096], afl[4096];
   double seconds;
   int jobs, json, quiet, fresh, asan_main, triage_runs, tmin_s;
@@ -683,6 +683,12 @@ static int launch(campaign *c, instance *in, const char *seeds, const char *dict
   if (c->n_inst > ncpu || conc) env[e++] = (char *)"AFL_NO_AFFINITY=1";
   if (in->asan) env[e++] = asan_env();
   if (c->until_finding) env[e++] = (char *)"AFL_BENCH_UNTIL_CRASH=1";
+  /* the program targets' structure-aware mutations (fuzz/fz_mutate.h), beside AFL++'s own */
+  static char mut_env[4200], tgt_env[64];
+  if (c->mutator) {
+    fmt(mut_env, sizeof mut_env, "AFL_CUSTOM_MUTATOR_LIBRARY=%s", MDC_FUZZ_MUTATOR), env[e++] = mut_env;
+    fmt(tgt_env, sizeof tgt_env, "MDC_FUZZ_TARGET=%s", c->target), env[e++] = tgt_env;
+  }
   env[e] = NULL;
   char log[4200];
   fmt(log, sizeof log, "%s/%s.log", c->out, in->name);
@@ -818,6 +824,8 @@ static void usage(FILE *f) {
           "                   the reference driver and --mutant; --no-strict turns it off)\n"
           "  --fuzz-build DIR the fuzz builds: DIR, DIR-asan, DIR-cmplog (default %s/build-fuzz)\n"
           "  --until-finding  stop the campaign at its first crash or hang (AFL_BENCH_UNTIL_CRASH)\n"
+          "  --no-mutator     AFL++'s byte mutations only (default: with them, the program targets'\n"
+          "                   call-level mutations, libmd_fuzz_mutator.so)\n"
           "  --json           one JSON object on stdout\n"
           "  --quiet          no progress line and no summary\n\n"
           "exit status: 0 no finding, 1 findings, 2 bad usage or input (unknown target, no afl++, no\n"
@@ -962,6 +970,7 @@ static void print_json(campaign *c, double dur, int interrupted) {
   json_object_set_new(j, "driver", json_string(c->driver ? c->driver : "(reference)"));
   if (c->mutant) json_object_set_new(j, "mutant", json_string(c->mutant));
   json_object_set_new(j, "strict", json_boolean(c->strict));
+  json_object_set_new(j, "program_mutator", json_boolean(c->mutator));
   char *s = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
   json_decref(j);
   if (s) puts(s);
@@ -1044,7 +1053,7 @@ int mdc_cli__cmd_fuzz(int argc, char **argv) {
       {"seeds", required_argument, 0, 'I'},   {"node", required_argument, 0, 'N'},
       {"secondary", no_argument, 0, 'S'},     {"strict", no_argument, 0, 'x'},
       {"no-strict", no_argument, 0, 'X'},     {"until-finding", no_argument, 0, 'U'},
-      {"help", no_argument, 0, 'h'},
+      {"no-mutator", no_argument, 0, 'P'},    {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
   static campaign c;
   memset(&c, 0, sizeof c);
@@ -1081,6 +1090,7 @@ int mdc_cli__cmd_fuzz(int argc, char **argv) {
       case 'S': c.secondary = 1; break;
       case 'x': strict_opt = 1; break;
       case 'X': strict_opt = 0; break;
+      case 'P': c.no_mutator = 1; break;
       case 'U': c.until_finding = 1; break;
       case 'h': usage(stdout); return MDC_EXIT_OK;
       case 's':
@@ -1138,6 +1148,7 @@ int mdc_cli__cmd_fuzz(int argc, char **argv) {
   }
   /* The reference driver's documented decisions are judged on it and on its mutants only. */
   c.strict = strict_opt >= 0 ? strict_opt : (!c.driver || c.mutant != NULL);
+  c.mutator = !c.no_mutator && strcmp(c.target, "trace") && access(MDC_FUZZ_MUTATOR, R_OK) == 0;
   if (c.node && (!c.node[0] || strcspn(c.node, "/ \t:,") != strlen(c.node))) {
     fprintf(stderr, "mdc fuzz: --node '%s': want a name without '/', ':', ',' or blanks\n", c.node);
     return MDC_EXIT_USAGE;
