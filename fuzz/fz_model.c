@@ -617,6 +617,7 @@ static void predict_exec(const fz_state *s, const mdc_fz_prog *p, const fz_call 
     }
   }
   /* SPEC 4, 8.5: inputs must be initialized; checked after every INVALID_ARGUMENT rule. */
+  ex->past_ia = 1;
   for (unsigned i = 0; i < rq->n_in; i++) {
     if (ex->in_tok[i] == FZ_NOBODY) continue;
     const fz_tok *tk = &s->o[ex->in_tok[i]].tok;
@@ -927,7 +928,11 @@ void mdc_fz_apply(fz_state *s, const mdc_fz_prog *p, const fz_call *k, const fz_
         }
         press(s, pr->ex.shapes_known ? b : UINT64_MAX);
       }
-      int validated = pr->ex.validated == FZ_YES && got != MD_INVALID_ARGUMENT;
+      /* SPEC 4: every failure but OUTPUT_INSUFFICIENT_SIZE uninitializes the request's device
+       * outputs. Certain unless the request was refused (INVALID_ARGUMENT: which arguments are
+       * its device outputs then is the driver's reading); any other failure passed every
+       * INVALID_ARGUMENT rule, role checks included, whatever the model could not decide. */
+      int validated = (pr->ex.validated != FZ_NO || pr->ex.past_ia) && got != MD_INVALID_ARGUMENT;
       if (c == MDC_CALL_EXECUTE || got != MD_NONE) {
         for (unsigned i = 0; i < pr->ex.n_out; i++)
           if (pr->ex.out_tok[i] != FZ_NOBODY && (s->o[pr->ex.out_tok[i]].tok.readers || s->o[pr->ex.out_tok[i]].tok.writers))

@@ -50,6 +50,8 @@ typedef struct fz_exec {
   uint16_t out_tok[FZ_MAX_ARGS];   /* each output's token object (valid tokens), else FZ_NOBODY */
   uint16_t in_tok[FZ_MAX_ARGS];
   uint8_t validated;           /* FZ_YES: request validation passes; MAYBE: it may */
+  uint8_t past_ia;             /* the model reached the initialization checks: no
+                                  INVALID_ARGUMENT rule certainly fails */
   uint8_t disturbed;           /* async: another call wrote or uninitialized one of its output
                                   tokens while it was in flight, maybe after it finished: after
                                   its wait their state is not known */

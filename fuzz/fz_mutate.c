@@ -112,8 +112,8 @@ static void canon_models(mdc_fz_prog *p) {
   p->n_models = n;
 }
 
-/* Moves call positions from `at` on by delta (a call inserted at `at`, or removed from it) in
- * the object table and the blocks. `into`: the inserted call joins the block it lies inside. */
+/* Moves call positions from `at` on by delta (+1: a call inserted at `at`, which joins a block it
+ * lies strictly inside; -1: the call at `at` removed) in the object table and the blocks. */
 static void shift_calls(mdc_fz_prog *p, unsigned at, int delta) {
   for (unsigned o = 0; o < p->n_objs; o++)
     if (p->objs[o].call >= at) p->objs[o].call = (uint16_t)(p->objs[o].call + delta);

@@ -329,6 +329,45 @@ Test(oracle, the_values_of_a_right_execution_are_no_finding) {
   cr_assert_eq(oc->vc.o[0].count, 2);
 }
 
+/* SPEC 4: every failure but OUTPUT_INSUFFICIENT_SIZE uninitializes the request's device outputs; a
+ * request refused only for an uninitialized input (GENERAL_FAILURE) passed every other rule, so
+ * its output token is certainly uninitialized after it, and a read of it must fail (the mutant
+ * no_deinit keeps it initialized: sensitivity missed it while the model said "maybe"). */
+Test(oracle, an_output_of_a_request_refused_for_an_uninitialized_input_is_uninitialized) {
+  char text[8192];
+  snprintf(text, sizeof text, "%s%s", head,
+           "{\"op\": \"allocate\", \"prepared\": [\"p\"], \"input_roles\": [{\"model\": 0, \"io\": 0, \"p\": 1.0}], "
+           "\"output_roles\": [{\"model\": 0, \"io\": 0, \"p\": 1.0}], \"as\": \"u\"}\n"
+           "{\"op\": \"memory\", \"as\": \"a\", \"kind\": \"ashmem\", \"size\": 8, \"data\": {\"f32\": [1, 2]}}\n"
+           "{\"op\": \"memory\", \"as\": \"b\", \"kind\": \"ashmem\", \"size\": 8, \"data\": {\"f32\": [10, 20]}}\n"
+           "{\"op\": \"copy_from\", \"token\": \"t\", \"src\": \"a\"}\n"
+           "{\"op\": \"request\", \"as\": \"w\", \"inputs\": [{\"pool\": 0}, {\"pool\": 1, \"length\": 8}], \"outputs\": "
+           "[{\"pool\": 2}], \"pools\": [{\"token\": \"t\"}, {\"memory\": \"b\"}, {\"token\": \"u\"}]}\n"
+           "{\"op\": \"execute\", \"prepared\": \"p\", \"request\": \"w\"}\n"
+           "{\"op\": \"memory\", \"as\": \"short\", \"kind\": \"ashmem\", \"size\": 4}\n"
+           "{\"op\": \"copy_from\", \"token\": \"t\", \"src\": \"short\"}\n"
+           "{\"op\": \"execute\", \"prepared\": \"p\", \"request\": \"w\"}\n"
+           "{\"op\": \"request\", \"as\": \"r\", \"inputs\": [{\"pool\": 0}, {\"pool\": 1, \"length\": 8}], \"outputs\": "
+           "[{\"pool\": 2, \"length\": 8}], \"pools\": [{\"token\": \"u\"}, {\"memory\": \"b\"}, {\"memory\": \"o\"}]}\n"
+           "{\"op\": \"execute\", \"prepared\": \"p\", \"request\": \"r\"}\n");
+  cr_assert_eq(read_text(text, FZ_SHAPES, &P), 0);
+  /* the model over the calls, each answered with its likeliest status (as the decoder does):
+   * the second execute of w is GENERAL_FAILURE (t uninitialized by the refused copy); then r,
+   * reading u, may return GENERAL_FAILURE and nothing else */
+  static fz_state st;
+  mdc_fz_state_init(&st, 1ull << 20);
+  fz_pred pr;
+  for (unsigned i = 0; i < P.n_calls; i++) {
+    mdc_fz_predict(&st, &P, &P.calls[i], &pr);
+    if (i + 1 < P.n_calls)
+      mdc_fz_apply(&st, &P, &P.calls[i], &pr, pr.set & FZ_BIT(MD_NONE) ? MD_NONE : mdc_fz_set_first(pr.set));
+  }
+  cr_assert_eq(P.calls[P.n_calls - 1].call, MDC_CALL_EXECUTE);
+  cr_assert_eq(pr.set, FZ_BIT(MD_GENERAL_FAILURE), "allowed: %#x", (unsigned)pr.set);
+  fz_finding f = run_ref(FZ_SHAPES, NULL);
+  cr_assert(!f.found, "%s", f.message);
+}
+
 Test(evaluator, add_sub_mul_relu_with_fused_activations) {
   fz_model m;
   memset(&m, 0, sizeof m);
