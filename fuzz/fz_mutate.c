@@ -1,6 +1,7 @@
 /* fz_mutate.c - program-level mutations of fuzz inputs (fz_mutate.h). */
 #include "fz_mutate.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "fz_codec.h"
@@ -319,7 +320,21 @@ size_t mdc_fz_mutate(mdc_fz_target t, const uint8_t *in, size_t n, fz_mutation m
   static const uint8_t weight[FZ_MUT_COUNT] = {[FZ_MUT_INSERT] = 30, [FZ_MUT_REDRAW] = 20, [FZ_MUT_DELETE] = 15,
                                                [FZ_MUT_DUPLICATE] = 10, [FZ_MUT_SWAP] = 5, [FZ_MUT_WRAP] = 8,
                                                [FZ_MUT_UNWRAP] = 4, [FZ_MUT_STALL] = 8};
-  mdc_fz_decode(t, in, n, &P);
+  /* AFL++ mutates one queue entry many times in a row: its program is decoded once */
+  static mdc_fz_prog last;
+  static uint8_t last_in[1 << 16];
+  static size_t last_n = SIZE_MAX;
+  static mdc_fz_target last_t;
+  if (n <= sizeof last_in && n == last_n && t == last_t && !memcmp(in, last_in, n)) {
+    memcpy(&P, &last, sizeof P);
+  } else {
+    mdc_fz_decode(t, in, n, &P);
+    if (n <= sizeof last_in) {
+      memcpy(&last, &P, sizeof last);
+      memcpy(last_in, in, n);
+      last_n = n, last_t = t;
+    }
+  }
   if (m < FZ_MUT_COUNT) {
     if (mutate(t, &P, m, rng)) return 0;
     canon_models(&P);

@@ -58,6 +58,7 @@ struct fz_runner {
   uint32_t dev_seed;         /* the seed it was opened with */
   int fresh_each;            /* open a device for every run (MDC_FUZZ_FRESH_DEVICE) */
   uint64_t ev_client[FZ_MAX_OBJS];   /* the client each event was made for, for the reset */
+  _Atomic uint8_t settled[FZ_MAX_OBJS];   /* the run: a wait consumed this event (its execution ended) */
   /* the run */
   const mdc_fz_prog *p;
   uint64_t vals[FZ_MAX_OBJS];
@@ -178,6 +179,8 @@ void mdc_fz_runner_close_device(fz_runner *r) {
 }
 
 void mdc_fz_runner_fresh_device(fz_runner *r, int fresh) { r->fresh_each = fresh; }
+
+int mdc_fz_runner_has_device(const fz_runner *r) { return r && r->dev != NULL; }
 
 void mdc_fz_runner_drop_memories(fz_runner *r) {
   if (!r) return;
@@ -813,6 +816,11 @@ static void run_call(fz_runner *r, unsigned i, fz_state *st, uint8_t *scratch) {
       got = d->wait_event(dev, client, value(r, er), to ? to->u64 : UINT64_MAX, n_shapes ? shapes : NULL, n_shapes,
                           &timing);
       judge_exec(r, i, pr, got, shapes, n_shapes, &timing);
+      /* an execution's own status consumed the event: it ended (INVALID_ARGUMENT may be the
+       * wait's refusal) */
+      if (got != MD_MISSED_DEADLINE_TRANSIENT && got != MD_INVALID_ARGUMENT && er->how == FZ_REF_OBJ &&
+          er->obj < FZ_MAX_OBJS && r->vals[er->obj] && value(r, er) == r->vals[er->obj])
+        atomic_store_explicit(&r->settled[er->obj], 1, memory_order_relaxed);
       if (got == MD_NONE && er->how == FZ_REF_OBJ && !er->forge && er->obj < FZ_MAX_OBJS &&
           r->vexp[er->obj].run == r->run_no && r->vexp[er->obj].vc.n) {
         const struct vexp *e = &r->vexp[er->obj];
@@ -920,16 +928,21 @@ static void run_block(fz_runner *r, const fz_block *b) {
 /* Puts the device back to holding nothing, through the ABI only: waits for every event the
  * program made (so no execution is in flight and holds memory), then closes every client it
  * opened (close_client releases all a client holds, SPEC 5). Statuses of objects the program
- * already consumed or closed (INVALID_ARGUMENT) are expected; -1 when a client the model says
- * is live (or may be) would not close, so the device cannot be trusted to be empty. */
+ * already consumed or closed (INVALID_ARGUMENT) are expected; -1 when the device cannot be
+ * trusted to be idle and empty: a client the model says is live (or may be) would not close,
+ * or an execution nobody can wait for any more may still run (its client was closed: SPEC 4
+ * lets it finish on its own), writing to pools whose memfds the next run reuses and resizes
+ * (a SIGBUS in the driver's worker, or another run's bytes, some runs later). */
 static int reset_device(fz_runner *r, const mdc_fz_prog *p) {
   const md_driver *d = r->drv;
   md_output_shape sh[FZ_MAX_ARGS];
   md_timing tm;
-  for (unsigned o = 0; o < p->n_objs && o < FZ_MAX_OBJS; o++)
-    if (p->objs[o].kind == MDC_OBJ_EVENT && r->vals[o])
-      d->wait_event(r->dev, r->ev_client[o], r->vals[o], UINT64_MAX, sh, FZ_MAX_ARGS, &tm);
   int rc = 0;
+  for (unsigned o = 0; o < p->n_objs && o < FZ_MAX_OBJS; o++)
+    if (p->objs[o].kind == MDC_OBJ_EVENT && r->vals[o] && !atomic_load_explicit(&r->settled[o], memory_order_relaxed)) {
+      md_status st = d->wait_event(r->dev, r->ev_client[o], r->vals[o], UINT64_MAX, sh, FZ_MAX_ARGS, &tm);
+      if (st == MD_INVALID_ARGUMENT) rc = -1;
+    }
   for (unsigned o = 0; o < p->n_objs && o < FZ_MAX_OBJS; o++) {
     if (p->objs[o].kind != MDC_OBJ_CLIENT || !r->vals[o]) continue;
     md_status st = d->close_client(r->dev, r->vals[o], NULL);
@@ -948,6 +961,7 @@ int mdc_fz_run(fz_runner *r, const mdc_fz_prog *p, fz_outcome *outs, fz_finding 
   r->outs = outs ? outs : r->own;
   for (unsigned i = 0; i < p->n_calls; i++) r->outs[i].ran = 0;
   memset(r->vals, 0, sizeof r->vals);
+  for (unsigned o = 0; o < FZ_MAX_OBJS; o++) atomic_store_explicit(&r->settled[o], 0, memory_order_relaxed);
   r->used = 0;
   r->n_shared = 0;
   r->run_no++;

@@ -38,6 +38,8 @@ void mdc_fz_runner_drop_memories(fz_runner *r);
  * to run (concurrency: while the seed stays the same). The default comes from
  * $MDC_FUZZ_FRESH_DEVICE (1 or 0), else the target: kept for concurrency, fresh for the others. */
 void mdc_fz_runner_fresh_device(fz_runner *r, int fresh);
+/* Whether the runner holds a device now (kept for the next run). */
+int mdc_fz_runner_has_device(const fz_runner *r);
 /* The device's memory limit the runner configures (the model's mem_limit). */
 uint64_t mdc_fz_runner_mem_limit(const fz_runner *r);
 

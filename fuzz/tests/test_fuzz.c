@@ -368,6 +368,40 @@ Test(oracle, an_output_of_a_request_refused_for_an_uninitialized_input_is_uninit
   cr_assert(!f.found, "%s", f.message);
 }
 
+/* A kept device is reused only when nothing of the last run can still touch its pools: an
+ * execution whose client was closed before anyone waited for it may still run (SPEC 4 lets it
+ * finish on its own), and the next run resizes and refills the memfds it writes (a 30-minute
+ * concurrency campaign saw bursts of SIGBUS in the driver that no replay reproduced). */
+Test(harness, a_run_that_orphans_an_execution_gives_up_its_device) {
+  static const char *issue =
+      "{\"op\": \"memory\", \"as\": \"a\", \"kind\": \"ashmem\", \"size\": 8, \"data\": {\"f32\": [1, 2]}}\n"
+      "{\"op\": \"memory\", \"as\": \"b\", \"kind\": \"ashmem\", \"size\": 8, \"data\": {\"f32\": [10, 20]}}\n"
+      "{\"op\": \"copy_from\", \"token\": \"t\", \"src\": \"a\"}\n"
+      "{\"op\": \"request\", \"as\": \"q\", \"inputs\": [{\"pool\": 0}, {\"pool\": 1, \"length\": 8}], \"outputs\": "
+      "[{\"pool\": 2, \"length\": 8}], \"pools\": [{\"token\": \"t\"}, {\"memory\": \"b\"}, {\"memory\": \"o\"}]}\n"
+      "{\"op\": \"execute_async\", \"prepared\": \"p\", \"request\": \"q\", \"as\": \"e\"}\n";
+  char err[512];
+  fz_runner *r = mdc_fz_runner_new(md_driver_entry(MD_DRIVER_ABI_VERSION), "backend=sim", FZ_CONCURRENCY);
+  cr_assert_not_null(r);
+  mdc_fz_runner_fresh_device(r, 0);
+  static fz_outcome outs[FZ_MAX_CALLS];
+  fz_finding f;
+  char text[8192];
+  /* waited for: the device stays for the next run */
+  snprintf(text, sizeof text, "%s%s%s", head, issue, "{\"op\": \"wait_event\", \"event\": \"e\"}\n");
+  cr_assert_eq(read_text(text, FZ_CONCURRENCY, &P), 0);
+  cr_assert_eq(mdc_fz_run(r, &P, outs, &f, err, sizeof err), 0, "%s", err);
+  cr_assert(!f.found, "%s", f.message);
+  cr_assert(mdc_fz_runner_has_device(r));
+  /* its client closed under it: nobody can wait for it any more, the device goes */
+  snprintf(text, sizeof text, "%s%s%s", head, issue, "{\"op\": \"close_client\", \"client\": \"c\"}\n");
+  cr_assert_eq(read_text(text, FZ_CONCURRENCY, &P), 0);
+  cr_assert_eq(mdc_fz_run(r, &P, outs, &f, err, sizeof err), 0, "%s", err);
+  cr_assert(!f.found, "%s", f.message);
+  cr_assert(!mdc_fz_runner_has_device(r));
+  mdc_fz_runner_free(r);
+}
+
 Test(evaluator, add_sub_mul_relu_with_fused_activations) {
   fz_model m;
   memset(&m, 0, sizeof m);
