@@ -251,6 +251,10 @@ static int mutate(mdc_fz_target t, mdc_fz_prog *p, fz_mutation m, uint64_t *rng)
       unsigned j = below(rng, n), k = j + 1 + below(rng, n - j);
       nc = p->calls[j];
       if (makes(&nc) && p->n_objs >= FZ_MAX_OBJS) return -1;
+      /* half the time the same call with arguments drawn where it lands: a second copy_from
+       * with other dims, a second wait on another event */
+      fz_call again;
+      if (below(rng, 2) && decode_call_at(t, p, k, nc.call, rng, &again) == 0) nc = again;
       insert_call(p, k, &nc);
       return 0;
     }

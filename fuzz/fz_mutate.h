@@ -21,7 +21,7 @@ typedef enum fz_mutation {
   FZ_MUT_INSERT = 0,   /* a call decoded from random bytes after the calls before it */
   FZ_MUT_REDRAW,       /* one call's arguments decoded again from random bytes */
   FZ_MUT_DELETE,       /* a call that makes no object */
-  FZ_MUT_DUPLICATE,    /* a call again, later */
+  FZ_MUT_DUPLICATE,    /* a call again, later (half the time its arguments drawn there) */
   FZ_MUT_SWAP,         /* two neighbouring calls that make no object */
   FZ_MUT_WRAP,         /* concurrency: 2-4 sequential calls become a concurrent block */
   FZ_MUT_UNWRAP,       /* concurrency: a block's calls become sequential */
