@@ -90,6 +90,10 @@ struct md__pool_cache {
   uint32_t max_idle;         /* live entries kept (0: caches nothing) */
   uint32_t cap;              /* entries: twice max_idle, so that evicted ones still in use leave
                                 room for their successors */
+  _Atomic uint32_t used;     /* entries [0, used) were ever taken; the rest is untouched memory
+                                (a client that maps two pools pays for two, in its open, its
+                                lookups and its close: not for cap). Grows under lock; read
+                                with acquire, after the entry it publishes is initialized */
   _Atomic uint32_t refs;     /* 1 for the cache until destroyed, +1 per entry that is not EMPTY */
   _Atomic uint64_t maps;
   entry *e;                  /* cap entries, cache-line aligned */
@@ -354,7 +358,8 @@ static bool key_is(const entry *e, const md__pool_plan *p, const md_memory *m) {
 
 /* A hit: e holds the key and this thread is now one of its holders. Lock-free. */
 static entry *lookup(md__pool_cache *c, const md__pool_plan *p, const md_memory *m) {
-  for (uint32_t i = 0; i < c->cap; i++) {
+  uint32_t n = atomic_load_explicit(&c->used, memory_order_acquire);
+  for (uint32_t i = 0; i < n; i++) {
     entry *e = &c->e[i];
     uint32_t s1 = atomic_load_explicit(&e->seq, memory_order_acquire);
     if ((s1 & 1) || (atomic_load_explicit(&e->state, memory_order_relaxed) & (ST_EMPTY | ST_CLOSING)) ||
@@ -367,6 +372,14 @@ static entry *lookup(md__pool_cache *c, const md__pool_plan *p, const md_memory 
     return e;
   }
   return NULL;
+}
+
+/* An entry first taken: EMPTY, no key, not yet verified for any fd. */
+static void entry_init(md__pool_cache *c, entry *e) {
+  memset(e, 0, sizeof *e);
+  atomic_init(&e->state, ST_EMPTY);
+  atomic_init(&e->verified_fd, -1);
+  e->cache = c;
 }
 
 md_status md__pool_cache_create(uint32_t max_idle, md__pool_cache **out) {
@@ -387,12 +400,7 @@ md_status md__pool_cache_create(uint32_t max_idle, md__pool_cache **out) {
   }
   c->max_idle = max_idle;
   c->cap = 2 * max_idle;
-  for (uint32_t i = 0; i < c->cap; i++) {
-    memset(&c->e[i], 0, sizeof c->e[i]);
-    atomic_init(&c->e[i].state, ST_EMPTY);
-    atomic_init(&c->e[i].verified_fd, -1);
-    c->e[i].cache = c;
-  }
+  atomic_init(&c->used, 0);   /* entries are initialized when first taken (insert_locked) */
   atomic_init(&c->refs, 1);
   *out = c;
   return MD_NONE;
@@ -403,7 +411,8 @@ void md__pool_cache_destroy(md__pool_cache *c) {
   /* Every entry is evicted: mappings in use go with their last holder, who also frees the cache
    * once the last entry is empty. */
   pthread_mutex_lock(&c->lock);
-  for (uint32_t i = 0; i < c->cap; i++) entry_evict(&c->e[i]);
+  uint32_t n = atomic_load_explicit(&c->used, memory_order_relaxed);
+  for (uint32_t i = 0; i < n; i++) entry_evict(&c->e[i]);
   pthread_mutex_unlock(&c->lock);
   cache_put(c);
 }
@@ -417,8 +426,8 @@ static void insert_locked(md__pool_cache *c, const plan *p, const md_memory *m, 
                           md__mapping *out) {
   entry *lru = NULL, *slot = NULL;
   uint64_t oldest = UINT64_MAX;
-  uint32_t live = 0;
-  for (uint32_t i = 0; i < c->cap; i++) {
+  uint32_t live = 0, n = atomic_load_explicit(&c->used, memory_order_relaxed);
+  for (uint32_t i = 0; i < n; i++) {
     entry *e = &c->e[i];
     uint32_t st = atomic_load_explicit(&e->state, memory_order_acquire);
     if (st & (ST_EMPTY | ST_CLOSING)) continue;
@@ -427,8 +436,14 @@ static void insert_locked(md__pool_cache *c, const plan *p, const md_memory *m, 
     if (used < oldest) oldest = used, lru = e;
   }
   if (live >= c->max_idle && lru) entry_evict(lru);   /* empties it now when nobody holds it */
-  for (uint32_t i = 0; i < c->cap && !slot; i++)
+  for (uint32_t i = 0; i < n && !slot; i++)
     if (atomic_load_explicit(&c->e[i].state, memory_order_acquire) == ST_EMPTY) slot = &c->e[i];
+  if (!slot && n < c->cap) {
+    /* a never-used entry: initialized, then published to lock-free lookups */
+    slot = &c->e[n];
+    entry_init(c, slot);
+    atomic_store_explicit(&c->used, n + 1, memory_order_release);
+  }
   if (!slot || atomic_load_explicit(&slot->state, memory_order_acquire) != ST_EMPTY) {
     /* Uncached: the caller's release is the last one, and frees the mapping. */
     md_scope_acquire(fresh->scope);   /* cannot fail: new, open, unshared */
@@ -535,8 +550,8 @@ uint64_t md__pool_cache_maps(const md__pool_cache *c) {
 }
 
 uint32_t md__pool_cache_size(const md__pool_cache *c) {
-  uint32_t n = 0;
-  for (uint32_t i = 0; c && i < c->cap; i++)
+  uint32_t n = 0, used = c ? atomic_load_explicit(&((md__pool_cache *)c)->used, memory_order_acquire) : 0;
+  for (uint32_t i = 0; i < used; i++)
     n += !(atomic_load_explicit(&c->e[i].state, memory_order_relaxed) & (ST_EMPTY | ST_CLOSING));
   return n;
 }
