@@ -58,7 +58,7 @@ typedef struct finding {
 
 typedef struct campaign {
   const char *target, *driver, *config, *mutant, *db, *fuzz_build, *seeds, *node;
-  int secondary, strict, until_finding, no_mutator, mutator;
+  int secondary, strict, until_finding, mutator;
   char out[4096], afl[4096];
   double seconds;
   int jobs, json, quiet, fresh, asan_main, triage_runs, tmin_s;
@@ -1068,7 +1068,7 @@ int mdc_cli__cmd_fuzz(int argc, char **argv) {
   c.rss_kb = -1;
   double ceiling_s = 0;
   const char *out_opt = NULL;
-  int strict_opt = -1, opt;
+  int strict_opt = -1, no_mutator = 0, opt;
   long v;
   optind = 1;
   opterr = 0;
@@ -1090,7 +1090,7 @@ int mdc_cli__cmd_fuzz(int argc, char **argv) {
       case 'S': c.secondary = 1; break;
       case 'x': strict_opt = 1; break;
       case 'X': strict_opt = 0; break;
-      case 'P': c.no_mutator = 1; break;
+      case 'P': no_mutator = 1; break;
       case 'U': c.until_finding = 1; break;
       case 'h': usage(stdout); return MDC_EXIT_OK;
       case 's':
@@ -1148,7 +1148,7 @@ int mdc_cli__cmd_fuzz(int argc, char **argv) {
   }
   /* The reference driver's documented decisions are judged on it and on its mutants only. */
   c.strict = strict_opt >= 0 ? strict_opt : (!c.driver || c.mutant != NULL);
-  c.mutator = !c.no_mutator && strcmp(c.target, "trace") && access(MDC_FUZZ_MUTATOR, R_OK) == 0;
+  c.mutator = !no_mutator && strcmp(c.target, "trace") && access(MDC_FUZZ_MUTATOR, R_OK) == 0;
   if (c.node && (!c.node[0] || strcspn(c.node, "/ \t:,") != strlen(c.node))) {
     fprintf(stderr, "mdc fuzz: --node '%s': want a name without '/', ':', ',' or blanks\n", c.node);
     return MDC_EXIT_USAGE;

@@ -10,24 +10,8 @@
 
 #include "fz_codec.h"
 #include "fz_harness.h"
+#include "fz_test_rand.h"
 #include "mdc/engine.h"
-
-static uint64_t rng_state;
-static uint64_t rnd(void) {
-  uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-static size_t random_input(uint8_t *buf, size_t cap) {
-  size_t n = 4 + rnd() % (cap - 4);
-  for (size_t i = 0; i < n; i++) buf[i] = (uint8_t)rnd();
-  /* Most bytes small: the smart forms (like mutated seeds) rather than literals. */
-  for (size_t i = 4; i < n; i++)
-    if (rnd() % 4) buf[i] &= 0x3f;
-  return n;
-}
 
 static char *static_trace(const mdc_fz_prog *p, mdc_fz_target t) {
   char *buf = NULL;

@@ -10,14 +10,7 @@
 
 #include "fz_codec.h"
 #include "fz_harness.h"
-
-static uint64_t rng_state;
-static uint64_t rnd(void) {
-  uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+#include "fz_test_rand.h"
 
 Test(concurrency, random_block_programs_find_nothing_on_the_reference_driver, .timeout = 240) {
   char err[256];

@@ -8,23 +8,8 @@
 
 #include "fz_codec.h"
 #include "fz_mutate.h"
+#include "fz_test_rand.h"
 #include "fz_trace.h"
-
-static uint64_t rng_state;
-static uint64_t rnd(void) {
-  uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-static size_t random_input(uint8_t *b, size_t cap) {
-  size_t n = 4 + rnd() % (cap - 4);
-  for (size_t i = 0; i < n; i++) b[i] = (uint8_t)rnd();
-  for (size_t i = 4; i < n; i++)
-    if (rnd() % 4) b[i] &= 0x3f;
-  return n;
-}
 
 static mdc_fz_prog P, R, S;
 static uint8_t in[4096], out[1 << 16], again[1 << 16];
