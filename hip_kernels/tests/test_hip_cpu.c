@@ -239,8 +239,12 @@ Test(hip_cpu, a_kernel_fault_is_asynchronous_and_sticky) {
   OK(hipMalloc((void **)&coords, 6 * 4096));
   const uint32_t g[3] = {1, 1, 1}, bl[3] = {32, 1, 1};
   md_hipcpu_fail(MD_HIPCPU_KERNEL, 1, hipErrorMisalignedAddress);
+  /* held, so the kernel cannot fault (the device's error, which hipGetLastError returns) before
+   * the launch's own status is read: under load it did, and the test failed now and then */
+  md_hipcpu_stream_hold(NULL, 1);
   hct_index(NULL, g, bl, count, coords);
   cr_assert_eq(hipGetLastError(), hipSuccess, "the launch was fine");
+  md_hipcpu_stream_hold(NULL, 0);
   cr_assert_eq(hipStreamSynchronize(NULL), hipErrorMisalignedAddress);
   cr_assert_eq(hipGetLastError(), hipErrorMisalignedAddress);
   cr_assert_eq(hipGetLastError(), hipErrorMisalignedAddress, "sticky: not cleared by reading");
