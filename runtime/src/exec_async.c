@@ -183,16 +183,20 @@ void md__executor_stop(md_device *d) {
 }
 
 /* An execution worth no hand-off: every kernel a built-in one (it cannot block), at most
- * md__async_inline_bytes moved between pools and the device, and no other asynchronous execution of this
- * device queued or running (so it cannot overtake one, and an application that keeps several in
- * flight still has them run on the device's streams). It runs in the calling thread, as
- * execute does, before execute_async returns (docs/execution.md). */
+ * md__async_inline_bytes moved between pools and the device and computed by its
+ * FULLY_CONNECTEDs (4 bytes a multiply-add: the one built-in kernel whose work its inputs and
+ * outputs do not bound, so a small-in, small-out model that computes for milliseconds is not
+ * run in the caller), and no other asynchronous execution of this device queued or running (so
+ * it cannot overtake one, and an application that keeps several in flight still has them run
+ * on the device's streams). It runs in the calling thread, as execute does, before
+ * execute_async returns (docs/execution.md). */
 _Atomic uint64_t md__async_inline_bytes = 64u << 10;
 
 static bool runs_inline(md_device *d, const md__exec *x) {
   uint64_t limit = atomic_load_explicit(&md__async_inline_bytes, memory_order_relaxed);
   if (!limit || x->stall || !x->p->all_builtin || atomic_load_explicit(&d->async_queued, memory_order_acquire) != 0) return false;
-  uint64_t bytes = 0;
+  if (x->p->mac_bytes > limit) return false;
+  uint64_t bytes = x->p->mac_bytes;
   for (uint32_t i = 0; i < x->n_in + x->n_out; i++) {
     const io_arg *a = i < x->n_in ? &x->in[i] : &x->out[i - x->n_in];
     if (a->kind != ARG_POOL) continue;

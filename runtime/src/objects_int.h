@@ -48,6 +48,8 @@ typedef struct md__prepared {
   md_devptr *dev_const;      /* per operand: device copy of a constant tensor, or 0 */
   uint64_t dev_bytes;
   bool all_builtin;          /* every operation runs a built-in kernel (never blocks) */
+  uint64_t mac_bytes;        /* 4 x the multiply-adds of its FULLY_CONNECTEDs (UINT64_MAX:
+                                unknown dims), for execute_async's inline rule (exec_async.c) */
   md__ctx_slot slots[MD__CTX_SLOTS];
   _Alignas(64) md__spin ctx_lock;   /* guards ctx_free: contexts beyond one per slot */
   md__exec_ctx *ctx_free;

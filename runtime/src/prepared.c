@@ -41,6 +41,28 @@ static md_status upload_constants(md_device *d, md__prepared *p) {
   return MD_NONE;
 }
 
+/* What the model's FULLY_CONNECTEDs compute, as 4 bytes per multiply-add (saturating;
+ * UINT64_MAX when an input or weights dim is unknown until the model runs). Every other
+ * built-in operation does work in proportion to the bytes it reads and writes, so the bytes an
+ * execution moves bound it; a FULLY_CONNECTED does (input elements) x (units) multiply-adds,
+ * which 64 KiB of inputs and outputs do not bound (execute_async's inline rule, exec_async.c). */
+static uint64_t mac_bytes(const md__model *m) {
+  uint64_t sum = 0;
+  for (uint32_t i = 0; i < m->n_operations; i++) {
+    const md__operation *op = &m->operations[i];
+    if (op->type != MD_OP_FULLY_CONNECTED || op->n_inputs < 2) continue;
+    const md__operand *in = &m->operands[op->inputs[0]], *w = &m->operands[op->inputs[1]];
+    uint64_t in_bytes = md__type_bytes(in->type, in->rank, in->dims);
+    uint64_t elem = md_operand_type_size(in->type);
+    if (!in->rank || !in_bytes || in_bytes == UINT64_MAX || !elem || w->rank != 2 || !w->dims[0]) return UINT64_MAX;
+    uint64_t macs = in_bytes / elem;
+    if (macs > UINT64_MAX / 4 / w->dims[0]) return UINT64_MAX;
+    macs *= 4ull * w->dims[0];
+    sum = sum > UINT64_MAX - macs ? UINT64_MAX : sum + macs;
+  }
+  return sum;
+}
+
 md_status md__prepare_model(md_device *d, md_handle client, const md_model *model, md_handle *out) {
   if (!d || !model || !out)
     return md__fail(MD_INVALID_ARGUMENT, "prepare_model: %s is NULL", !d ? "device" : !model ? "model" : "prepared");
@@ -66,6 +88,7 @@ md_status md__prepare_model(md_device *d, md_handle client, const md_model *mode
     p->all_builtin = true;
     for (uint32_t i = 0; i < p->model->n_operations; i++)
       p->all_builtin &= md__kernel_is_builtin(p->model->operations[i].kernel) != 0;
+    p->mac_bytes = mac_bytes(p->model);
     md__hentry *pe;
     st = md__handle_issue(&d->ht, MD__KIND_PREPARED, client, p, out, &pe);
     if (st != MD_NONE) {
