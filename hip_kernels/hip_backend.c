@@ -16,7 +16,12 @@
  * two pinned staging buffers (hipHostMalloc) per channel/stream, double-buffered: the host copy
  * of one chunk overlaps the DMA of the other; events guard a buffer's reuse. A write on a stream
  * returns once the source bytes are staged (the caller may reuse its memory at once); a read
- * returns when the bytes are in the destination, after the stream's earlier work.
+ * returns when the bytes are in the destination, after the stream's earlier work. Host memory
+ * the runtime registered (host_register: the mapping of a registered pool, SPEC 9) is
+ * page-locked with hipHostRegister and copied from and to directly, one DMA without staging; on
+ * a stream such a copy is queued like the sim's (a write reads its source when the stream gets
+ * to it, a read is complete at the stream's synchronization), a synchronous one is done when the
+ * call returns.
  *
  * Events: hipEvents without timing. event_wait with a finite timeout polls hipEventQuery with a
  * bounded back-off (yield, then sleeps growing from 2 us to 1 ms), so a deadline is kept within
@@ -81,6 +86,13 @@ struct md_backend {
   channel *ch_free, *ch_all;
   unsigned n_ch;
   _Atomic uint64_t copies, bytes_copied, launches;
+  /* Host ranges page-locked for registered pools: sorted by start, never overlapping (each is a
+   * mapping of its own). n_reg is read without the lock first: no range, no lookup. */
+  pthread_rwlock_t reg_lock;
+  struct reg_range { uintptr_t lo, len; } *reg;
+  size_t cap_reg;
+  _Atomic size_t n_reg;
+  _Atomic uint64_t direct_copies;
 };
 
 /* Remembers the device as lost with the first loss's message. */
@@ -329,6 +341,7 @@ static md_status hip_open(const md_backend_params *p, md_backend **out, char *er
   pthread_mutex_init(&b->lost_lock, NULL);
   pthread_mutex_init(&b->ch_lock, NULL);
   pthread_cond_init(&b->ch_cond, NULL);
+  pthread_rwlock_init(&b->reg_lock, NULL);
   md_status st = MD_NONE;
   size_t free_b = 0, total_b = 0;
   if ((e = hipSetDevice(dev)) != hipSuccess) st = hip_fail(b, e, "hipSetDevice", err, errlen);
@@ -366,6 +379,13 @@ static void hip_close(md_backend *b) {
     n = c->next_all;
     channel_free(c);
   }
+  /* The runtime unregisters every range before it closes a device; anything left is let go. */
+  for (size_t i = 0; i < atomic_load(&b->n_reg); i++) {
+    (void)hipHostUnregister((void *)b->reg[i].lo);
+    (void)hipGetLastError();
+  }
+  free(b->reg);
+  pthread_rwlock_destroy(&b->reg_lock);
   md__hpool_destroy(b->pool);
   pthread_mutex_destroy(&b->lost_lock);
   pthread_mutex_destroy(&b->ch_lock);
@@ -444,6 +464,100 @@ static void count_copy(md_backend *b, uint64_t n) {
   atomic_fetch_add_explicit(&b->bytes_copied, n, memory_order_relaxed);
 }
 
+/* ---- registered (page-locked) host memory ---- */
+
+/* Whether [p, p + n) lies inside one registered range. No range registered: one atomic load. */
+static int reg_has(md_backend *b, const void *p, uint64_t n) {
+  if (!atomic_load_explicit(&b->n_reg, memory_order_acquire)) return 0;
+  uintptr_t a = (uintptr_t)p;
+  int hit = 0;
+  pthread_rwlock_rdlock(&b->reg_lock);
+  size_t lo = 0, hi = atomic_load_explicit(&b->n_reg, memory_order_relaxed);
+  while (lo < hi) {   /* the first range starting after a */
+    size_t mid = lo + (hi - lo) / 2;
+    if (b->reg[mid].lo <= a) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo) {
+    const struct reg_range *r = &b->reg[lo - 1];
+    hit = a - r->lo < r->len && n <= r->len - (a - r->lo);
+  }
+  pthread_rwlock_unlock(&b->reg_lock);
+  return hit;
+}
+
+/* host_register: hipHostRegister, then the range joins the table. A refusal (a read-only
+ * mapping the platform will not lock, the host's limit on locked memory) is reported and the
+ * runtime uses the pool unpinned, through the staging buffers. */
+static md_status hip_host_register(md_backend *b, void *addr, uint64_t len, char *err, size_t errlen) {
+  md_status st = lost_check(b, err, errlen);
+  if (st != MD_NONE) return st;
+  if (!addr || !len || len > UINTPTR_MAX - (uintptr_t)addr)
+    return md_backend_fail(err, errlen, MD_INVALID_ARGUMENT, "hip: host_register: an empty or wrapping range");
+  use_device(b);
+  pthread_rwlock_wrlock(&b->reg_lock);
+  size_t n = atomic_load_explicit(&b->n_reg, memory_order_relaxed);
+  if (n == b->cap_reg) {
+    size_t cap = b->cap_reg ? b->cap_reg * 2 : 16;
+    struct reg_range *v = realloc(b->reg, cap * sizeof *v);
+    if (!v) {
+      pthread_rwlock_unlock(&b->reg_lock);
+      return md_backend_fail(err, errlen, MD_RESOURCE_EXHAUSTED_TRANSIENT, "hip: host_register: out of host memory");
+    }
+    b->reg = v;
+    b->cap_reg = cap;
+  }
+  hipError_t e = hipHostRegister(addr, (size_t)len, hipHostRegisterDefault);
+  if (e != hipSuccess) {
+    pthread_rwlock_unlock(&b->reg_lock);
+    (void)hipGetLastError();   /* not the thread's error for its next launch */
+    return hip_fail(b, e, "hipHostRegister", err, errlen);
+  }
+  size_t i = n;
+  while (i > 0 && b->reg[i - 1].lo > (uintptr_t)addr) {
+    b->reg[i] = b->reg[i - 1];
+    i--;
+  }
+  b->reg[i] = (struct reg_range){(uintptr_t)addr, (uintptr_t)len};
+  atomic_store_explicit(&b->n_reg, n + 1, memory_order_release);
+  pthread_rwlock_unlock(&b->reg_lock);
+  return MD_NONE;
+}
+
+/* host_unregister: the range leaves the table, then hipHostUnregister (the runtime calls it
+ * once no queued work uses the range). */
+static void hip_host_unregister(md_backend *b, void *addr) {
+  pthread_rwlock_wrlock(&b->reg_lock);
+  size_t n = atomic_load_explicit(&b->n_reg, memory_order_relaxed), i = 0;
+  while (i < n && b->reg[i].lo != (uintptr_t)addr) i++;
+  int found = i < n;
+  if (found) {
+    memmove(&b->reg[i], &b->reg[i + 1], (n - i - 1) * sizeof *b->reg);
+    atomic_store_explicit(&b->n_reg, n - 1, memory_order_release);
+  }
+  pthread_rwlock_unlock(&b->reg_lock);
+  if (!found) return;
+  use_device(b);
+  if (hipHostUnregister(addr) != hipSuccess) (void)hipGetLastError();
+}
+
+/* One DMA between registered host memory and the device: queued on s, or synchronous on a
+ * channel. */
+static md_status direct_copy(md_backend *b, md_stream *s, void *dst, const void *src, uint64_t n, hipMemcpyKind kind,
+                             char *err, size_t errlen) {
+  atomic_fetch_add_explicit(&b->direct_copies, 1, memory_order_relaxed);
+  if (s) {
+    HIP_TRY(b, "hipMemcpyAsync", hipMemcpyAsync(dst, src, n, kind, s->s), err, errlen);
+    return MD_NONE;
+  }
+  channel *c;
+  md_status st = channel_get(b, &c, err, errlen);
+  if (st != MD_NONE) return st;
+  hipError_t e = hipMemcpyAsync(dst, src, n, kind, c->s);
+  if (e != hipSuccess) st = hip_fail(b, e, "hipMemcpyAsync", err, errlen);
+  return channel_done(b, c, st, err, errlen);
+}
+
 static md_status hip_write(md_backend *b, md_stream *s, md_devptr dst, uint64_t off, const void *src, uint64_t n,
                            char *err, size_t errlen) {
   uint8_t *d = NULL;
@@ -451,6 +565,7 @@ static md_status hip_write(md_backend *b, md_stream *s, md_devptr dst, uint64_t 
   if (st == MD_NONE) st = span(b, "write", dst, off, n, &d, err, errlen);
   if (st != MD_NONE || n == 0) return st;
   count_copy(b, n);
+  if (reg_has(b, src, n)) return direct_copy(b, s, d, src, n, hipMemcpyHostToDevice, err, errlen);
   if (s) {
     st = stage_init(b, &s->st, err, errlen);
     return st == MD_NONE ? stage_write(b, s->s, &s->st, d, src, n, err, errlen) : st;
@@ -468,6 +583,7 @@ static md_status hip_read(md_backend *b, md_stream *s, void *dst, md_devptr src,
   if (st == MD_NONE) st = span(b, "read", src, off, n, &a, err, errlen);
   if (st != MD_NONE || n == 0) return st;
   count_copy(b, n);
+  if (reg_has(b, dst, n)) return direct_copy(b, s, dst, a, n, hipMemcpyDeviceToHost, err, errlen);
   if (s) {
     st = stage_init(b, &s->st, err, errlen);
     return st == MD_NONE ? stage_read(b, s->s, &s->st, dst, a, n, err, errlen) : st;
@@ -666,6 +782,8 @@ static const md_backend_ops hip_ops = {
     .event_destroy = hip_event_destroy,
     .event_record = hip_event_record,
     .event_wait = hip_event_wait,
+    .host_register = hip_host_register,
+    .host_unregister = hip_host_unregister,
 };
 
 const md_backend_ops *md_hip_backend(void) { return &hip_ops; }

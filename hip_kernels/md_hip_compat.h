@@ -56,6 +56,7 @@ typedef enum cudaDeviceAttr hipDeviceAttribute_t;
 #define hipEventDefault cudaEventDefault
 #define hipEventDisableTiming cudaEventDisableTiming
 #define hipHostMallocDefault cudaHostAllocDefault
+#define hipHostRegisterDefault cudaHostRegisterDefault
 
 #define hipDeviceAttributeMultiprocessorCount cudaDevAttrMultiProcessorCount
 #define hipDeviceAttributeMaxThreadsPerBlock cudaDevAttrMaxThreadsPerBlock
@@ -71,6 +72,8 @@ typedef enum cudaDeviceAttr hipDeviceAttribute_t;
 #define hipMalloc cudaMalloc
 #define hipFree cudaFree
 #define hipHostFree cudaFreeHost
+#define hipHostRegister cudaHostRegister
+#define hipHostUnregister cudaHostUnregister
 #define hipMemcpy cudaMemcpy
 #define hipMemcpyAsync cudaMemcpyAsync
 #define hipMemsetAsync cudaMemsetAsync

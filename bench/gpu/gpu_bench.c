@@ -4,7 +4,12 @@
  *   2. copy_from / copy_to through the driver ABI (ASHMEM pool -> device buffer) against a plain
  *      pinned hipMemcpy of the same size, at 64 and 256 MiB: >= 0.8x;
  *   3. execute's host overhead: a 1024-element RELU on device buffers through the driver
- *      against a raw launch + stream synchronize: <= 1.2x.
+ *      against a raw launch + stream synchronize: <= 1.2x;
+ *   4. an execution whose input and output are registered pools (SPEC 9: the hip backend
+ *      page-locks them with hipHostRegister, so its copies are one DMA each, no staging): a
+ *      RELU of 64 MiB in, 64 MiB out, against pinned hipMemcpy in + the raw kernel + pinned
+ *      hipMemcpy out on one stream: <= 1.25x; the same request with descriptor pools (copied
+ *      through the staging buffers) beside it, for information.
  * Times are medians of repeated runs (hipEvents for device work, CLOCK_MONOTONIC for calls).
  * Exit status: 0 with the table, 77 where no GPU answers. */
 #include <inttypes.h>
@@ -29,7 +34,7 @@
     }                                                                               \
   } while (0)
 
-typedef struct row { char what[64]; double value, base, target; int higher_better; } row;
+typedef struct row { char what[64]; double value, base, target; int higher_better; } row;   /* target < 0: information */
 static row rows[32];
 static int n_rows;
 
@@ -220,6 +225,95 @@ static void bench_copies(uint64_t bytes) {
   env_close(&e);
 }
 
+/* ---- 4. an execution on registered pools vs pinned copies + the raw kernel ---- */
+
+static int memfd_of(uint64_t bytes, uint8_t fill, void **map) {
+  int fd = memfd_create("gpu_bench_reg", 0);
+  if (fd < 0 || ftruncate(fd, (off_t)bytes) != 0) {
+    perror("memfd");
+    exit(1);
+  }
+  *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (*map == MAP_FAILED) {
+    perror("mmap");
+    exit(1);
+  }
+  memset(*map, fill, bytes);
+  return fd;
+}
+
+static void bench_registered(uint64_t bytes) {
+  const uint32_t n = (uint32_t)(bytes / 4);
+  env e;
+  env_open(&e, n);
+  void *in_map, *out_map;
+  int in_fd = memfd_of(bytes, 0x3C, &in_map), out_fd = memfd_of(bytes, 0, &out_map);
+  md_memory in_mem = {.kind = MD_MEM_ASHMEM, .fd = in_fd, .size = bytes, .prot = PROT_READ | PROT_WRITE};
+  md_memory out_mem = {.kind = MD_MEM_ASHMEM, .fd = out_fd, .size = bytes, .prot = PROT_READ | PROT_WRITE};
+  md_handle in_pool, out_pool;
+  md_status st = e.drv->register_memory(e.dev, e.client, &in_mem, &in_pool);
+  if (st != MD_NONE) die(&e, "register_memory", st);
+  if ((st = e.drv->register_memory(e.dev, e.client, &out_mem, &out_pool)) != MD_NONE) die(&e, "register_memory", st);
+  md_request_pool reg[2] = {{.is_token = 2, .token = in_pool}, {.is_token = 2, .token = out_pool}};
+  md_request_pool desc[2] = {{.is_token = 0, .memory = in_mem}, {.is_token = 0, .memory = out_mem}};
+  md_request_arg ia = {.pool = 0, .length = bytes}, oa = {.pool = 1, .length = bytes};
+  md_request rq_reg = {.n_inputs = 1, .inputs = &ia, .n_outputs = 1, .outputs = &oa, .n_pools = 2, .pools = reg};
+  md_request rq_desc = rq_reg;
+  rq_desc.pools = desc;
+  md_output_shape shape;
+  void *pin_in, *pin_out;
+  float *a, *o;
+  CHECK(hipHostMalloc(&pin_in, bytes, hipHostMallocDefault));
+  CHECK(hipHostMalloc(&pin_out, bytes, hipHostMallocDefault));
+  memset(pin_in, 0x3C, bytes);
+  CHECK(hipMalloc((void **)&a, bytes));
+  CHECK(hipMalloc((void **)&o, bytes));
+  hipStream_t s;
+  CHECK(hipStreamCreateWithFlags(&s, hipStreamNonBlocking));
+  enum { REPS = 7 };
+  double t_reg[REPS], t_desc[REPS], t_raw[REPS];
+  for (int r = -1; r < REPS; r++) {
+    double t0 = now_s();
+    if ((st = e.drv->execute(e.dev, e.client, e.prepared, &rq_reg, &shape, 1, NULL)) != MD_NONE) die(&e, "execute", st);
+    double t1 = now_s();
+    if ((st = e.drv->execute(e.dev, e.client, e.prepared, &rq_desc, &shape, 1, NULL)) != MD_NONE) die(&e, "execute", st);
+    double t2 = now_s();
+    CHECK(hipMemcpyAsync(a, pin_in, bytes, hipMemcpyHostToDevice, s));
+    CHECK(md__hip_relu(s, a, o, n));
+    CHECK(hipMemcpyAsync(pin_out, o, bytes, hipMemcpyDeviceToHost, s));
+    CHECK(hipStreamSynchronize(s));
+    double t3 = now_s();
+    if (r >= 0) {
+      t_reg[r] = (t1 - t0) * 1e3;
+      t_desc[r] = (t2 - t1) * 1e3;
+      t_raw[r] = (t3 - t2) * 1e3;
+    }
+  }
+  const float *y = out_map, *x = in_map;
+  if (memcmp(x, y, 16) != 0 || memcmp((const uint8_t *)x + bytes - 16, (const uint8_t *)y + bytes - 16, 16) != 0) {
+    fprintf(stderr, "gpu_bench: registered RELU: wrong result\n");   /* 0x3C3C3C3C is positive: RELU keeps it */
+    exit(1);
+  }
+  double raw = median(t_raw, REPS);
+  char what[64];
+  snprintf(what, sizeof what, "execute RELU %" PRIu64 "MiB registered ms vs pinned", bytes / MIB);
+  add_row(what, median(t_reg, REPS), raw, 1.25, 0);
+  snprintf(what, sizeof what, "execute RELU %" PRIu64 "MiB descriptors ms vs pinned", bytes / MIB);
+  add_row(what, median(t_desc, REPS), raw, -1, 0);
+  CHECK(hipStreamDestroy(s));
+  CHECK(hipFree(a));
+  CHECK(hipFree(o));
+  CHECK(hipHostFree(pin_in));
+  CHECK(hipHostFree(pin_out));
+  e.drv->unregister_memory(e.dev, e.client, in_pool);
+  e.drv->unregister_memory(e.dev, e.client, out_pool);
+  munmap(in_map, bytes);
+  munmap(out_map, bytes);
+  close(in_fd);
+  close(out_fd);
+  env_close(&e);
+}
+
 /* ---- 3. execute overhead vs raw launch + sync ---- */
 
 static void bench_execute(void) {
@@ -290,17 +384,23 @@ int main(int argc, char **argv) {
   bench_copies(64 * MIB);
   if (!quick) bench_copies(256 * MIB);
   bench_execute();
+  bench_registered(64 * MIB);
   printf("\nGPU benchmark (%s)\n", name);
   printf("%-44s %12s %12s %8s %8s  %s\n", "figure", "value", "baseline", "ratio", "target", "");
-  int missed = 0;
+  int missed = 0, targets = 0;
   for (int i = 0; i < n_rows; i++) {
     const row *r = &rows[i];
     double ratio = r->value / r->base;
+    if (r->target < 0) {
+      printf("%-44s %12.2f %12.2f %8.3f %-9s  info\n", r->what, r->value, r->base, ratio, "-");
+      continue;
+    }
     int ok = r->higher_better ? ratio >= r->target : ratio <= r->target;
     missed += !ok;
+    targets++;
     printf("%-44s %12.2f %12.2f %8.3f %s%-7.2f  %s\n", r->what, r->value, r->base, ratio,
            r->higher_better ? ">=" : "<=", r->target, ok ? "ok" : "MISSED");
   }
-  printf("%d of %d targets met\n", n_rows - missed, n_rows);
+  printf("%d of %d targets met\n", targets - missed, targets);
   return 0;
 }

@@ -81,6 +81,7 @@ struct md__hipcpu_event {
 static struct {
   pthread_mutex_t lock;
   ranges dev, host;
+  ranges reg;                        /* hipHostRegister'd host ranges */
   uint64_t mem_total, mem_used;
   struct { uint64_t nth; hipError_t e; } plan[MD_HIPCPU_SITES];
   struct md__hipcpu_stream *streams; /* every live stream, the NULL stream's included */
@@ -92,7 +93,7 @@ static struct {
 } G = {.lock = PTHREAD_MUTEX_INITIALIZER, .mem_total = UINT64_C(4) << 30};
 
 static atomic_int sticky;                 /* the device's fatal error, 0 while it works */
-static atomic_uint_fast64_t n_launches, n_blocks, n_threads, n_barriers, n_streams, n_events;
+static atomic_uint_fast64_t n_launches, n_blocks, n_threads, n_barriers, n_streams, n_events, n_reg_copies;
 static __thread hipError_t last_err;
 
 /* ---- errors ---- */
@@ -183,7 +184,7 @@ const char *hipGetErrorName(hipError_t e) {
     N(hipErrorLaunchOutOfResources) N(hipErrorLaunchTimeOut) N(hipErrorAssert)
     N(hipErrorHardwareStackError) N(hipErrorIllegalInstruction) N(hipErrorMisalignedAddress)
     N(hipErrorInvalidAddressSpace) N(hipErrorInvalidPc) N(hipErrorLaunchFailure)
-    N(hipErrorNotSupported) N(hipErrorUnknown)
+    N(hipErrorHostMemoryAlreadyRegistered) N(hipErrorHostMemoryNotRegistered) N(hipErrorNotSupported) N(hipErrorUnknown)
 #undef N
   }
   return "hipErrorUnknown";
@@ -215,6 +216,8 @@ const char *hipGetErrorString(hipError_t e) {
   case hipErrorInvalidAddressSpace: return "operation not supported on global/shared address space";
   case hipErrorInvalidPc: return "invalid program counter";
   case hipErrorLaunchFailure: return "unspecified launch failure";
+  case hipErrorHostMemoryAlreadyRegistered: return "part or all of the requested memory range is already mapped";
+  case hipErrorHostMemoryNotRegistered: return "pointer does not correspond to a registered memory region";
   case hipErrorNotSupported: return "operation not supported";
   case hipErrorUnknown: return "unknown error";
   }
@@ -816,11 +819,41 @@ static int is_device(const void *p, size_t n) {
   return r;
 }
 
+/* 1 when [p, p + n) lies inside one hipHostMalloc allocation, 2 inside one registered range. */
 static int is_pinned(const void *p, size_t n) {
   pthread_mutex_lock(&G.lock);
-  int r = ranges_find(&G.host, p, n) != NULL;
+  int r = ranges_find(&G.host, p, n) != NULL ? 1 : ranges_find(&G.reg, p, n) != NULL ? 2 : 0;
   pthread_mutex_unlock(&G.lock);
   return r;
+}
+
+/* Thread-safe. Page-locks the caller's host range [ptr, ptr + size) (here: remembers it), so
+ * that async copies from and to it are asynchronous as with hipHostMalloc'd memory. A range
+ * overlapping one registered already: hipErrorHostMemoryAlreadyRegistered. */
+hipError_t hipHostRegister(void *ptr, size_t size, unsigned int flags) {
+  hipError_t e = enter(MD_HIPCPU_HOST_MALLOC);
+  if (e != hipSuccess) return e;
+  if (!ptr || size == 0 || flags != hipHostRegisterDefault) return rec(hipErrorInvalidValue);
+  uintptr_t a = (uintptr_t)ptr;
+  if (size > UINTPTR_MAX - a) return rec(hipErrorInvalidValue);
+  pthread_mutex_lock(&G.lock);
+  int clash = 0;
+  for (size_t i = 0; i < G.reg.n && !clash; i++)
+    clash = a < G.reg.v[i].base + G.reg.v[i].size && G.reg.v[i].base < a + size;
+  int ok = !clash && ranges_add(&G.reg, ptr, size) == 0;
+  pthread_mutex_unlock(&G.lock);
+  if (clash) return rec(hipErrorHostMemoryAlreadyRegistered);
+  return ok ? hipSuccess : rec(hipErrorOutOfMemory);
+}
+
+/* Thread-safe. Forgets the range hipHostRegister registered at ptr (its start):
+ * hipErrorHostMemoryNotRegistered for any other pointer. */
+hipError_t hipHostUnregister(void *ptr) {
+  if (!ptr) return rec(hipErrorInvalidValue);
+  pthread_mutex_lock(&G.lock);
+  size_t n = ranges_del(&G.reg, ptr);
+  pthread_mutex_unlock(&G.lock);
+  return n ? hipSuccess : rec(hipErrorHostMemoryNotRegistered);
 }
 
 /* Thread-safe. Queues a copy on s; device sides must lie inside one live allocation
@@ -844,9 +877,9 @@ hipError_t hipMemcpyAsync(void *dst, const void *src, size_t n, hipMemcpyKind ki
   if (!ok) return rec(hipErrorInvalidValue);
   if (!(s = stream_of(s, &e))) return rec(e);
   /* Pageable host memory: the copy is done when the call returns (the runtimes stage it). */
-  const int pageable = (kind == hipMemcpyHostToDevice && !is_pinned(src, n)) ||
-                       (kind == hipMemcpyDeviceToHost && !is_pinned(dst, n)) ||
-                       kind == hipMemcpyHostToHost;
+  const int pin = kind == hipMemcpyHostToDevice ? is_pinned(src, n) : kind == hipMemcpyDeviceToHost ? is_pinned(dst, n) : 0;
+  const int pageable = (kind == hipMemcpyHostToDevice || kind == hipMemcpyDeviceToHost) ? !pin : kind == hipMemcpyHostToHost;
+  if (pin == 2) atomic_fetch_add(&n_reg_copies, 1);
   op *o = calloc(1, sizeof *o);
   if (!o) return rec(hipErrorOutOfMemory);
   o->kind = OP_COPY;
@@ -950,6 +983,7 @@ void md_hipcpu_stats_get(md_hipcpu_stats *out) {
   out->device_allocs = G.dev.n;
   out->device_bytes = G.mem_used;
   out->host_allocs = G.host.n;
+  out->host_registered = G.reg.n;
   pthread_mutex_unlock(&G.lock);
   out->streams = atomic_load(&n_streams);
   out->events = atomic_load(&n_events);
@@ -957,6 +991,7 @@ void md_hipcpu_stats_get(md_hipcpu_stats *out) {
   out->blocks = atomic_load(&n_blocks);
   out->threads = atomic_load(&n_threads);
   out->barriers = atomic_load(&n_barriers);
+  out->registered_copies = atomic_load(&n_reg_copies);
 }
 
 /* Thread-safe. Copies; the log keeps the last LOG_LEN launches of the process. */

@@ -61,6 +61,8 @@ typedef enum hipError_t {
   hipErrorInvalidAddressSpace = 717,  /* NVIDIA only */
   hipErrorInvalidPc = 718,            /* NVIDIA only */
   hipErrorLaunchFailure = 719,
+  hipErrorHostMemoryAlreadyRegistered = 712,
+  hipErrorHostMemoryNotRegistered = 713,
   hipErrorNotSupported = 801,
   hipErrorUnknown = 999
 } hipError_t;
@@ -92,6 +94,7 @@ typedef enum hipDeviceAttribute_t {
 #define hipEventBlockingSync 1u
 #define hipEventDisableTiming 2u
 #define hipHostMallocDefault 0u
+#define hipHostRegisterDefault 0u
 
 /* ---- the host API (same arguments and meaning as HIP's) ---- */
 hipError_t hipGetDeviceCount(int *count);
@@ -105,6 +108,8 @@ hipError_t hipMalloc(void **ptr, size_t size);
 hipError_t hipFree(void *ptr);
 hipError_t hipHostMalloc(void **ptr, size_t size, unsigned int flags);
 hipError_t hipHostFree(void *ptr);
+hipError_t hipHostRegister(void *ptr, size_t size, unsigned int flags);
+hipError_t hipHostUnregister(void *ptr);
 hipError_t hipMemcpy(void *dst, const void *src, size_t n, hipMemcpyKind kind);
 hipError_t hipMemcpyAsync(void *dst, const void *src, size_t n, hipMemcpyKind kind, hipStream_t s);
 hipError_t hipMemsetAsync(void *dst, int value, size_t n, hipStream_t s);
@@ -133,7 +138,7 @@ const char *hipGetErrorString(hipError_t e);
 typedef enum md_hipcpu_site {
   MD_HIPCPU_DEVICE = 0,    /* hipGetDeviceCount, hipSetDevice, hipDeviceGetName, hipMemGetInfo */
   MD_HIPCPU_MALLOC,        /* hipMalloc */
-  MD_HIPCPU_HOST_MALLOC,   /* hipHostMalloc */
+  MD_HIPCPU_HOST_MALLOC,   /* hipHostMalloc, hipHostRegister */
   MD_HIPCPU_COPY,          /* hipMemcpy, hipMemcpyAsync, hipMemsetAsync */
   MD_HIPCPU_STREAM,        /* hipStreamCreateWithFlags */
   MD_HIPCPU_EVENT,         /* hipEventCreate*, hipEventRecord */
@@ -162,6 +167,8 @@ void md_hipcpu_set_dry_run(int on);
 typedef struct md_hipcpu_stats {
   uint64_t device_allocs, device_bytes;  /* live hipMalloc allocations */
   uint64_t host_allocs;                  /* live hipHostMalloc allocations */
+  uint64_t host_registered;              /* live hipHostRegister ranges */
+  uint64_t registered_copies;            /* async copies whose host side was a registered range */
   uint64_t streams, events;              /* live streams (the NULL stream not counted), events */
   uint64_t launches, blocks, threads;    /* kernels launched; blocks and threads run */
   uint64_t barriers;                     /* __syncthreads barriers completed (per block) */

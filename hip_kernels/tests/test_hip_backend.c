@@ -185,6 +185,84 @@ Test(hip_backend, mem_limit_refuses_persistently_and_transiently) {
   ops()->close(b);
 }
 
+/* Host memory the runtime registers (a registered pool's mapping, SPEC 9) is page-locked and
+ * copied from and to directly: same bytes as through the staging buffers, synchronously and on
+ * a stream, across chunk sizes; a copy reaching past the range is staged; after
+ * host_unregister the range is staged again. On the CPU layer the direct copies are counted. */
+Test(hip_backend, registered_host_memory_is_copied_directly) {
+  md_backend *b = hip_open_or_skip(0);
+  char err[256];
+  const uint64_t n = (9u << 20) + 4093; /* more than one staging buffer, an odd tail */
+  uint8_t *src = aligned_alloc(4096, (n + 4095) / 4096 * 4096), *dst = aligned_alloc(4096, (n + 4095) / 4096 * 4096);
+  uint8_t *plain = malloc(n);
+  cr_assert(src && dst && plain);
+  for (uint64_t i = 0; i < n; i++) src[i] = (uint8_t)(i * 2654435761u >> 11);
+  cr_assert_eq(ops()->host_register(b, src, n, err, sizeof err), MD_NONE, "%s", err);
+  cr_assert_eq(ops()->host_register(b, dst, n, err, sizeof err), MD_NONE, "%s", err);
+#ifdef MD_HIP_CPU
+  md_hipcpu_stats s0, s1;
+  md_hipcpu_stats_get(&s0);
+  cr_assert_eq(s0.host_registered, 2);
+  /* The same range twice is refused (the runtime then uses it unpinned). */
+  cr_assert_neq(ops()->host_register(b, src + 4096, 4096, err, sizeof err), MD_NONE);
+  cr_assert(strstr(err, "hipHostRegister"), "%s", err);
+#endif
+  md_devptr p;
+  cr_assert_eq(ops()->alloc(b, n + 64, &p), MD_NONE);
+  /* synchronous: write from and read into registered memory */
+  cr_assert_eq(ops()->write(b, NULL, p, 5, src, n, err, sizeof err), MD_NONE, "%s", err);
+  memset(dst, 0, n);
+  cr_assert_eq(ops()->read(b, NULL, dst, p, 5, n, err, sizeof err), MD_NONE, "%s", err);
+  cr_assert(memcmp(src, dst, n) == 0);
+#ifdef MD_HIP_CPU
+  md_hipcpu_stats_get(&s1);
+  cr_expect_eq(s1.registered_copies - s0.registered_copies, 2, "direct copies: %llu",
+               (unsigned long long)(s1.registered_copies - s0.registered_copies));
+  s0 = s1;
+#endif
+  /* on a stream: queued, complete at the synchronization */
+  md_stream *st;
+  cr_assert_eq(ops()->stream_create(b, &st), MD_NONE);
+  for (uint64_t i = 0; i < n; i += 7) src[i] ^= 0x5A;
+  memset(dst, 0, n);
+  cr_assert_eq(ops()->write(b, st, p, 0, src, n, err, sizeof err), MD_NONE, "%s", err);
+  cr_assert_eq(ops()->read(b, st, dst, p, 0, n, err, sizeof err), MD_NONE, "%s", err);
+  cr_assert_eq(ops()->stream_sync(b, st, err, sizeof err), MD_NONE, "%s", err);
+  cr_assert(memcmp(src, dst, n) == 0);
+  ops()->stream_destroy(b, st);
+  /* a copy reaching past the range, and one from unregistered memory, are staged */
+  memcpy(plain, src, n);
+  cr_assert_eq(ops()->write(b, NULL, p, 0, plain, n, err, sizeof err), MD_NONE, "%s", err);
+  memset(plain, 0, n);
+  cr_assert_eq(ops()->read(b, NULL, plain, p, 0, n, err, sizeof err), MD_NONE, "%s", err);
+  cr_assert(memcmp(src, plain, n) == 0);
+#ifdef MD_HIP_CPU
+  md_hipcpu_stats_get(&s1);
+  cr_expect_eq(s1.registered_copies - s0.registered_copies, 2, "only the stream's two copies were direct");
+  s0 = s1;
+#endif
+  ops()->host_unregister(b, dst);
+  ops()->host_unregister(b, dst);            /* a second time: nothing registered there, no-op */
+  ops()->host_unregister(b, plain);          /* never registered: no-op */
+  memset(dst, 0, n);
+  cr_assert_eq(ops()->read(b, NULL, dst, p, 0, n, err, sizeof err), MD_NONE, "%s", err);
+  cr_assert(memcmp(src, dst, n) == 0);
+#ifdef MD_HIP_CPU
+  md_hipcpu_stats_get(&s1);
+  cr_expect_eq(s1.registered_copies, s0.registered_copies, "an unregistered range is staged");
+  cr_expect_eq(s1.host_registered, 1);
+#endif
+  ops()->free(b, p);
+  ops()->close(b);   /* lets go of src's range, which was never unregistered */
+#ifdef MD_HIP_CPU
+  md_hipcpu_stats_get(&s1);
+  cr_expect_eq(s1.host_registered, 0);
+#endif
+  free(src);
+  free(dst);
+  free(plain);
+}
+
 #ifdef MD_HIP_CPU
 /* A kernel launched after an unrelated failure of the same thread (a pinned staging buffer that
  * could not be had, an event that was not reached yet) runs and succeeds: the launcher clears

@@ -256,6 +256,48 @@ Test(hip_cpu, a_kernel_fault_is_asynchronous_and_sticky) {
   (void)hipFree(coords);
 }
 
+/* hipHostRegister: a registered range is page-locked host memory for copies (an async copy
+ * from or to it is queued, not done at the call, as with hipHostMalloc's); overlapping ranges
+ * and unknown pointers are refused with HIP's codes. */
+Test(hip_cpu, registered_host_memory_copies_asynchronously) {
+  float *host = aligned_alloc(4096, 8192), *d;
+  cr_assert(host);
+  for (int i = 0; i < 2048; i++) host[i] = (float)(i + 1);
+  OK(hipMalloc((void **)&d, 8192));
+  cr_assert_eq(hipHostRegister(NULL, 4096, hipHostRegisterDefault), hipErrorInvalidValue);
+  cr_assert_eq(hipHostRegister(host, 0, hipHostRegisterDefault), hipErrorInvalidValue);
+  OK(hipHostRegister(host, 8192, hipHostRegisterDefault));
+  cr_assert_eq(hipHostRegister(host + 1024, 64, hipHostRegisterDefault), hipErrorHostMemoryAlreadyRegistered);
+  (void)hipGetLastError();
+  md_hipcpu_stats s0, s1;
+  md_hipcpu_stats_get(&s0);
+  cr_assert_eq(s0.host_registered, 1);
+  hipStream_t s;
+  OK(hipStreamCreateWithFlags(&s, hipStreamNonBlocking));
+  md_hipcpu_stream_hold(s, 1);
+  /* Held: a pageable copy would wait for the stream here; a registered one is only queued. */
+  OK(hipMemcpyAsync(d, host, 8192, hipMemcpyHostToDevice, s));
+  OK(hipMemsetAsync(d, 0, 4, s));
+  OK(hipMemcpyAsync(host, d, 4096, hipMemcpyDeviceToHost, s));
+  cr_assert_eq(host[0], 1.0f, "nothing ran while the stream is held");
+  md_hipcpu_stats_get(&s1);
+  cr_assert_eq(s1.registered_copies - s0.registered_copies, 2);
+  md_hipcpu_stream_hold(s, 0);
+  OK(hipStreamSynchronize(s));
+  cr_assert_eq(host[0], 0.0f, "the memset came back");
+  cr_assert_eq(host[1], 2.0f);
+  OK(hipStreamDestroy(s));
+  cr_assert_eq(hipHostUnregister(host + 1), hipErrorHostMemoryNotRegistered, "not the range's start");
+  (void)hipGetLastError();
+  OK(hipHostUnregister(host));
+  cr_assert_eq(hipHostUnregister(host), hipErrorHostMemoryNotRegistered);
+  (void)hipGetLastError();
+  md_hipcpu_stats_get(&s1);
+  cr_assert_eq(s1.host_registered, 0);
+  OK(hipFree(d));
+  free(host);
+}
+
 Test(hip_cpu, streams_run_in_order_and_events_mark_points) {
   hipStream_t s1, s2;
   hipEvent_t e1, e2;
