@@ -5,6 +5,7 @@
  * likely that an execution is still running, and every assertion holds either way. */
 #include <criterion/criterion.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
