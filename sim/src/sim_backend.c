@@ -131,8 +131,10 @@ struct md_backend {
   unsigned n_workers, worker_ids;
   int stopping;
   uint64_t order_hash, order_count;   /* every command run, in order (FNV-1a) */
-  md_sim_order_entry order_log[SIM_ORDER_LOG];
   stripe stripes[STRIPES];
+  /* Last: not zeroed at open (96 KiB, 3 % of a fuzz input that opens a device); an entry is
+   * read only after it was written (md_sim_order reads the last order_count). */
+  md_sim_order_entry order_log[SIM_ORDER_LOG];
 };
 
 enum { C_ALLOC = 0, C_COPY = 1, C_LAUNCH = 2 };
@@ -330,7 +332,7 @@ static md_status sim_open(const md_backend_params *p, md_backend **out, char *er
                 p->struct_size, sizeof *p);
   md_backend *b = aligned_alloc(_Alignof(md_backend), sizeof *b);
   if (!b) return md_backend_fail(err, errlen, MD_DEVICE_UNAVAILABLE, "sim: out of host memory");
-  memset(b, 0, sizeof *b);
+  memset(b, 0, offsetof(md_backend, order_log));
   b->magic = SIM_MAGIC;
   b->id = atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed) % 255u + 1u;
   b->tag = MD_SIM_DEVPTR_TAG | (uint64_t)b->id << OFF_BITS;
