@@ -117,16 +117,68 @@ static void fill(fz_runner *r, uint32_t seed, uint8_t *out, size_t n) {
 
 void mdc_fz_fill(uint32_t seed, uint8_t *out, size_t n);
 
-void mdc_fz_fill(uint32_t seed, uint8_t *out, size_t n) {
-  /* splitmix64, one draw per byte, top 32 bits mod 256: the engine's random u8 payload */
-  uint64_t s = seed;
+/* splitmix64, one draw per byte, top 32 bits mod 256: the engine's random u8 payload. Byte i is
+ * the mix of seed + (i + 1) * golden, so eight lanes compute eight bytes at once: with AVX-512
+ * (64-bit multiplies) 0.27 ns a byte against 1.0 scalar. A memory is up to 256 KiB, rewritten
+ * for every input that names it: scalar, this was 35 % of an instrumented tokens input. Not
+ * instrumented for coverage (clang's PCGUARD, what afl-clang-fast and -fsanitize=fuzzer use):
+ * harness arithmetic with no branch to learn from. */
+#if defined(__clang__)
+#define FZ_NO_COVERAGE __attribute__((no_sanitize("coverage")))
+#else
+#define FZ_NO_COVERAGE
+#endif
+#define FZ_GOLDEN 0x9e3779b97f4a7c15ull
+
+FZ_NO_COVERAGE static void fill_scalar(uint64_t s, uint8_t *out, size_t n) {
   for (size_t i = 0; i < n; i++) {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    uint64_t z = (s += FZ_GOLDEN);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     z ^= z >> 31;
     out[i] = (uint8_t)((z >> 32) % 256);
   }
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+__attribute__((target("avx512f,avx512dq"))) FZ_NO_COVERAGE static void fill_avx512(uint64_t seed, uint8_t *out,
+                                                                                   size_t n) {
+  const __m512i m1 = _mm512_set1_epi64((long long)0xbf58476d1ce4e5b9ull);
+  const __m512i m2 = _mm512_set1_epi64((long long)0x94d049bb133111ebull);
+  const __m512i step = _mm512_set1_epi64((long long)(8 * FZ_GOLDEN));
+  /* lane k holds seed + (i + k + 1) * golden */
+  __m512i s = _mm512_add_epi64(_mm512_set1_epi64((long long)seed),
+                               _mm512_mullo_epi64(_mm512_set_epi64(8, 7, 6, 5, 4, 3, 2, 1),
+                                                  _mm512_set1_epi64((long long)FZ_GOLDEN)));
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m512i z = s;
+    z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 30)), m1);
+    z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 27)), m2);
+    z = _mm512_xor_si512(z, _mm512_srli_epi64(z, 31));
+    _mm_storel_epi64((__m128i *)(void *)(out + i), _mm512_cvtepi64_epi8(_mm512_srli_epi64(z, 32)));
+    s = _mm512_add_epi64(s, step);
+  }
+  fill_scalar(seed + (uint64_t)i * FZ_GOLDEN, out + i, n - i);
+}
+#endif
+
+void mdc_fz_fill(uint32_t seed, uint8_t *out, size_t n) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  static _Atomic int has_avx512 = -1;   /* lanes may fill at once */
+  int avx = atomic_load_explicit(&has_avx512, memory_order_relaxed);
+  if (avx < 0) {
+    __builtin_cpu_init();
+    avx = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+    atomic_store_explicit(&has_avx512, avx, memory_order_relaxed);
+  }
+  if (avx) {
+    fill_avx512(seed, out, n);
+    return;
+  }
+#endif
+  fill_scalar(seed, out, n);
 }
 
 void mdc_fz_runner_strict(fz_runner *r, int strict) { r->strict = strict; }
@@ -196,8 +248,7 @@ void mdc_fz_runner_drop_memories(fz_runner *r) {
 void mdc_fz_runner_free(fz_runner *r) {
   if (!r) return;
   mdc_fz_runner_close_device(r);
-  for (unsigned i = 0; i < MAX_SLOTS; i++)
-    if (r->slots[i].fd >= 0) close(r->slots[i].fd);
+  mdc_fz_runner_drop_memories(r);
   for (int i = 0; i < 2; i++)
     if (r->pipe_fds[i] >= 0) close(r->pipe_fds[i]);
   pthread_mutex_destroy(&r->f_lock);
@@ -261,8 +312,24 @@ static void finding(fz_runner *r, int call, const char *what, const char *rule, 
 
 /* ---- memories ------------------------------------------------------------------------------- */
 
+/* The memfd for the next memory of this run, `file_size` bytes long. Memfds are kept from run
+ * to run, and one of that size already (not taken in this run) is preferred: resizing one
+ * frees or allocates its pages (ftruncate was 9 % of an instrumented tokens input; an input
+ * pass over a tokens queue took 10 % less with this). */
 static int slot_fd(fz_runner *r, uint64_t file_size) {
   if (r->used >= MAX_SLOTS) return -1;
+  unsigned pick = r->used;
+  if (r->slots[pick].fd < 0 || r->slots[pick].size != file_size)
+    for (unsigned i = r->used + 1; i < MAX_SLOTS; i++)
+      if (r->slots[i].fd >= 0 && r->slots[i].size == file_size) {
+        pick = i;
+        break;
+      }
+  if (pick != r->used) {
+    slot t = r->slots[r->used];
+    r->slots[r->used] = r->slots[pick];
+    r->slots[pick] = t;
+  }
   slot *s = &r->slots[r->used++];
   if (s->fd < 0) {
     s->fd = memfd_create("mdc-fuzz-pool", MFD_CLOEXEC);

@@ -494,3 +494,31 @@ Test(trace_target, garbage_and_broken_traces_are_judged_not_crashed) {
   }
   mdc_fz_harness_free(h);
 }
+
+/* A memory's bytes are the engine's u8 random payload (docs/fuzzing.md): byte i is the top 32
+ * bits, mod 256, of splitmix64's (i + 1)-th draw from the seed. The filler computes eight bytes
+ * at a time where the CPU allows: every length (the tail after the last eight included) and
+ * seed gives what one draw per byte gives. */
+Test(memory, a_memory_holds_the_engines_random_bytes_at_every_length) {
+  static const size_t lens[] = {0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 1000, 4096, 65539};
+  static const uint32_t seeds[] = {0, 1, 0x9e3779b9u, UINT32_MAX};
+  uint8_t *got = malloc(65539 + 64), *want = malloc(65539);
+  cr_assert(got && want);
+  for (size_t s = 0; s < sizeof seeds / sizeof *seeds; s++)
+    for (size_t l = 0; l < sizeof lens / sizeof *lens; l++) {
+      uint64_t x = seeds[s];
+      for (size_t i = 0; i < lens[l]; i++) {
+        uint64_t z = (x += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        want[i] = (uint8_t)((z >> 32) % 256);
+      }
+      memset(got, 0xA5, lens[l] + 64);
+      mdc_fz_fill(seeds[s], got, lens[l]);
+      cr_assert(memcmp(got, want, lens[l]) == 0, "seed %u, %zu bytes", seeds[s], lens[l]);
+      for (size_t i = lens[l]; i < lens[l] + 64; i++) cr_assert_eq(got[i], 0xA5, "wrote past %zu bytes", lens[l]);
+    }
+  free(got);
+  free(want);
+}
