@@ -122,9 +122,9 @@ static void trace_finding(fz_finding *f, const char *what, const char *fmt, cons
   snprintf(f->message, sizeof f->message, fmt, arg);
 }
 
-static int key_at(const uint8_t *p, const uint8_t *end, const char *key) {
-  size_t k = strlen(key);
-  return (size_t)(end - p) > k + 1 && p[0] == '"' && !memcmp(p + 1, key, k) && p[k + 1] == '"';
+/* Whether `"key"` (k bytes) starts at p. */
+static int key_at(const uint8_t *p, const uint8_t *end, const char *key, size_t k) {
+  return (size_t)(end - p) > k + 1 && p[k + 1] == '"' && p[0] == '"' && !memcmp(p + 1, key, k);
 }
 
 /* The unsigned integer after `"key"` and a colon at p, or -1. */
@@ -139,27 +139,35 @@ static int64_t value_after(const uint8_t *p, const uint8_t *end) {
   return (int64_t)v;
 }
 
+#define FZ_TRACE_MAX_DIM 4096u
+#define FZ_TRACE_MAX_ELEMS 65536u   /* of one dims array (unknown dims count as 1) */
+
 int mdc_fz_trace_input_ok(const uint8_t *data, size_t n) {
-  static const char *const sized[] = {"size", "count", "bytes", "file_size", "offset", "width", "height", "layers"};
+  static const struct { const char *key; size_t n; } sized[] = {
+      {"size", 4}, {"count", 5}, {"bytes", 5}, {"file_size", 9}, {"offset", 6}, {"width", 5}, {"height", 6}, {"layers", 6}};
   const uint8_t *end = data + n;
   for (const uint8_t *p = data; p < end; p++) {
     p = memchr(p, '"', (size_t)(end - p));
     if (!p || p + 1 >= end) break;
-    if (!strchr("scbfowhlrd", p[1])) continue;   /* the first letters of the keys below */
+    const uint8_t c = p[1];
+    if (!strchr("scbfowhlrd", c) || !c) continue;   /* the first letters of the keys below */
     for (size_t i = 0; i < sizeof sized / sizeof sized[0]; i++)
-      if (key_at(p, end, sized[i])) {
+      if (sized[i].key[0] == c && key_at(p, end, sized[i].key, sized[i].n)) {
         int64_t v = value_after(p, end);
         if (v > (1 << 20) && v <= (1ll << 30)) return 0;
       }
-    if (key_at(p, end, "repeat") && value_after(p, end) > 50) return 0;
-    if (key_at(p, end, "dims")) {
+    if (c == 'r' && key_at(p, end, "repeat", 6) && value_after(p, end) > 50) return 0;
+    if (c == 'd' && key_at(p, end, "dims", 4)) {
       const uint8_t *q = p + 6;
       while (q < end && *q != '[' && *q != '\n') q++;
+      uint64_t elems = 1;
       for (; q < end && *q != ']' && *q != '\n'; q++) {
         if (*q < '0' || *q > '9') continue;
         uint64_t v = 0;
         while (q < end && *q >= '0' && *q <= '9' && v < (1ull << 40)) v = v * 10 + (uint64_t)(*q++ - '0');
-        if (v > 4096) return 0;
+        if (v > FZ_TRACE_MAX_DIM) return 0;
+        if (v) elems *= v;
+        if (elems > FZ_TRACE_MAX_ELEMS) return 0;
         q--;
       }
     }

@@ -522,3 +522,27 @@ Test(memory, a_memory_holds_the_engines_random_bytes_at_every_length) {
   free(got);
   free(want);
 }
+
+/* The trace target's bounds (docs/fuzzing.md): what would make the engine allocate or compute
+ * more than a fuzz input may runs nothing; anything smaller, or past the engine's own limits
+ * (its job to refuse), runs. */
+Test(trace_bounds, inputs_over_the_fuzz_budget_run_nothing) {
+  static const struct { const char *text; int ok; } cases[] = {
+      {"{\"op\":\"memory\",\"size\":4096}", 1},
+      {"{\"op\":\"memory\",\"size\":2000000}", 0},            /* a pool over 1 MiB */
+      {"{\"op\":\"memory\",\"size\":2000000000}", 1},         /* past the engine's 1 GiB: its to refuse */
+      {"{\"payload\":{\"random\":{\"count\":1048577}}}", 0},
+      {"{\"repeat\":50}", 1},
+      {"{\"repeat\":51}", 0},
+      {"{\"dims\":[64,1024]}", 1},                            /* 65536 elements */
+      {"{\"dims\":[64,1025]}", 0},
+      {"{\"dims\":[1024,1024]}", 0},                          /* a FULLY_CONNECTED's weights of 1M */
+      {"{\"dims\":[0,4096,0]}", 1},                           /* unknown dims count as 1 */
+      {"{\"dims\":[4097]}", 0},
+      {"{\"dims\": [2, 3]}\n{\"dims\":[16,16,16,16]}", 1},
+      {"{\"dims\": [2, 3]}\n{\"dims\":[16,16,16,17]}", 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    cr_expect_eq(mdc_fz_trace_input_ok((const uint8_t *)cases[i].text, strlen(cases[i].text)), cases[i].ok, "%s",
+                 cases[i].text);
+}
