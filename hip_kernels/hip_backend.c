@@ -92,7 +92,6 @@ struct md_backend {
   struct reg_range { uintptr_t lo, len; } *reg;
   size_t cap_reg;
   _Atomic size_t n_reg;
-  _Atomic uint64_t direct_copies;
 };
 
 /* Remembers the device as lost with the first loss's message. */
@@ -545,7 +544,6 @@ static void hip_host_unregister(md_backend *b, void *addr) {
  * channel. */
 static md_status direct_copy(md_backend *b, md_stream *s, void *dst, const void *src, uint64_t n, hipMemcpyKind kind,
                              char *err, size_t errlen) {
-  atomic_fetch_add_explicit(&b->direct_copies, 1, memory_order_relaxed);
   if (s) {
     HIP_TRY(b, "hipMemcpyAsync", hipMemcpyAsync(dst, src, n, kind, s->s), err, errlen);
     return MD_NONE;
