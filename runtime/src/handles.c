@@ -29,6 +29,11 @@ void md__htable_init(md__htable *t, const uint8_t key[16], md__hdestroy_fn destr
  * (slots are issued in order) and leaves its chunk here. */
 static _Atomic(md__hentry *) spare_chunk;
 
+/* A driver unloaded with dlclose (or a process exiting) gives the spare back. */
+__attribute__((destructor)) static void spare_chunk_release(void) {
+  free(atomic_exchange_explicit(&spare_chunk, NULL, memory_order_acquire));
+}
+
 static md__hentry *chunk_new(void) {
   md__hentry *c = atomic_exchange_explicit(&spare_chunk, NULL, memory_order_acquire);
   if (c) return c;
