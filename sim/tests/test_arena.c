@@ -491,3 +491,34 @@ Test(arena, host_metadata_per_live_allocation_is_at_most_48_bytes) {
   for (int i = 0; i < N; i++) ops->free(d, p[i]);
   free(p);
 }
+
+/* A device's memory reservation may serve the next device of the process (sim_arena.c: a spare
+ * for devices that used little): what the closed device wrote, freed or not, reads as zero in
+ * the new one, as in a new mapping, inside and past what it hands out. */
+Test(arena, a_new_device_reads_zero_where_a_closed_one_wrote) {
+  md_backend *d = simt_open(8 * MIB, NULL, 0);
+  const md_backend_ops *ops = simt_get()->ops;
+  enum { N = 16, SZ = 4096 };
+  md_devptr p[N];
+  uint8_t buf[SZ];
+  memset(buf, 0x5A, sizeof buf);
+  for (int i = 0; i < N; i++) {
+    p[i] = simt_alloc(SZ);
+    cr_assert_eq(ops->write(d, NULL, p[i], 0, buf, SZ, NULL, 0), MD_NONE);
+  }
+  const uint8_t *first = ops->kernel_ptr(d, p[0]);
+  for (int i = 0; i < N / 2; i++) ops->free(d, p[i]);   /* freed: poisoned */
+  simt_get()->allow_live = 1;                           /* the others stay live at close */
+  simt_close();
+  simt_get()->allow_live = 0;
+  d = simt_open(8 * MIB, NULL, 0);
+  md_devptr q = simt_alloc(16);
+  const uint8_t *h = ops->kernel_ptr(d, q);
+  cr_expect_eq(h, first, "the reservation of the closed device is reused");
+  uint8_t got[16];
+  cr_assert_eq(ops->read(d, NULL, got, q, 0, sizeof got, NULL, 0), MD_NONE);
+  for (int i = 0; i < 16; i++) cr_assert_eq(got[i], 0, "new memory byte %d", i);
+  /* past q's span (256 B with its red zone): nothing handed out yet, all zero */
+  for (size_t i = 256; i < (size_t)N * (SZ + 256); i++) cr_assert_eq(h[i], 0, "byte %zu past the new allocation", i);
+  ops->free(d, q);
+}
