@@ -230,7 +230,12 @@ Test(hip_backend, registered_host_memory_is_copied_directly) {
   cr_assert_eq(ops()->stream_sync(b, st, err, sizeof err), MD_NONE, "%s", err);
   cr_assert(memcmp(src, dst, n) == 0);
   ops()->stream_destroy(b, st);
-  /* a copy reaching past the range, and one from unregistered memory, are staged */
+  /* a copy reaching past the range (src's allocation has 3 bytes after it), and one from
+   * unregistered memory, are staged */
+  cr_assert_eq(ops()->write(b, NULL, p, 0, src + n - 8, 11, err, sizeof err), MD_NONE, "%s", err);
+  uint8_t edge[11];
+  cr_assert_eq(ops()->read(b, NULL, edge, p, 0, 11, err, sizeof err), MD_NONE, "%s", err);
+  cr_assert(memcmp(edge, src + n - 8, 11) == 0);
   memcpy(plain, src, n);
   cr_assert_eq(ops()->write(b, NULL, p, 0, plain, n, err, sizeof err), MD_NONE, "%s", err);
   memset(plain, 0, n);

@@ -556,9 +556,11 @@ static md_handle fc_prepare(fc_case *f, uint32_t k, uint32_t units) {
   return mdt_prepare(&e, &f->m);
 }
 
-/* Runs one execute_async of the FC case and its wait; returns the queued commands the sim ran
- * for it (0: it ran in the calling thread). */
-static uint64_t fc_run_async(md_handle q, uint32_t k, uint32_t units) {
+/* Prepares the FC case, runs one execute_async of it and its wait (checking the result),
+ * releases it; returns the queued commands the sim ran for it (0: it ran in the calling thread). */
+static uint64_t fc_queued_commands(uint32_t k, uint32_t units) {
+  fc_case f;
+  md_handle q = fc_prepare(&f, k, units);
   float *x = calloc(k, sizeof *x);
   cr_assert(x);
   for (uint32_t i = 0; i < k; i++) x[i] = (float)(i + 1);
@@ -582,6 +584,8 @@ static uint64_t fc_run_async(md_handle q, uint32_t k, uint32_t units) {
   free(x);
   free(y);
   mdt_req_fini(&r);
+  mdt_release(&e, q);
+  free(f.values);
   return after.commands_run - before.commands_run;
 }
 
@@ -589,18 +593,10 @@ Test(async_inline, a_model_that_computes_far_more_than_it_moves_runs_on_the_devi
   /* 256 B in and 4 KiB out, but 64 K multiply-adds (256 KiB at 4 bytes each, over the 64 KiB
    * an inline execution may cost): execute_async queues it, so a second one issued meanwhile
    * runs beside it instead of after it in the caller (bench: async_throughput_2_streams). */
-  fc_case f;
-  md_handle q = fc_prepare(&f, 64, 1024);
-  cr_expect_gt(fc_run_async(q, 64, 1024), 0, "ran in the calling thread");
-  mdt_release(&e, q);
-  free(f.values);
+  cr_expect_gt(fc_queued_commands(64, 1024), 0, "ran in the calling thread");
 }
 
 Test(async_inline, a_model_that_computes_little_still_runs_in_the_caller) {
   /* 16 multiply-adds: as cheap as its copies, run before execute_async returns. */
-  fc_case f;
-  md_handle q = fc_prepare(&f, 4, 4);
-  cr_expect_eq(fc_run_async(q, 4, 4), 0, "queued on the device");
-  mdt_release(&e, q);
-  free(f.values);
+  cr_expect_eq(fc_queued_commands(4, 4), 0, "queued on the device");
 }
