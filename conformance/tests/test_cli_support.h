@@ -7,6 +7,7 @@
 #include <criterion/parameterized.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -41,18 +42,37 @@ static inline void spit(const char *path, const char *text) {
   fclose(f);
 }
 
-/* A fresh folder under /tmp, removed by nobody (tests run in their own processes; /tmp is
- * scratch). */
+static inline int tmp_remove_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb, (void)flag, (void)ftw;
+  remove(path);
+  return 0;
+}
+
+static inline void tmp_remove(const char *dir) { nftw(dir, tmp_remove_one, 16, FTW_PHYS | FTW_DEPTH); }
+
+/* The folders this test process made, removed when it exits (each Criterion test is a process
+ * of its own; a failed assertion exits it too). */
+static char tmp_made[64][64];
+static int tmp_n;
+
+static inline void tmp_remove_all(void) {
+  for (int i = 0; i < tmp_n; i++) tmp_remove(tmp_made[i]);
+  tmp_n = 0;
+}
+
+/* A fresh folder under /tmp, removed with everything in it when the test's process exits. */
 static inline void tmpdir(char out[64]) {
   snprintf(out, 64, "/tmp/mdc-test-XXXXXX");
   cr_assert(mkdtemp(out), "mkdtemp: %s", strerror(errno));
+  if (tmp_n == 0) atexit(tmp_remove_all);
+  if (tmp_n < 64) snprintf(tmp_made[tmp_n++], 64, "%s", out);
 }
 
 /* Runs argv (NULL-terminated) with extra environment "K=V" strings (NULL-terminated, may be
  * NULL); waits for it. */
 static inline mdc_out run_argv(char *const argv[], char *const env[]) {
-  char dir[64];
-  tmpdir(dir);
+  char dir[64] = "/tmp/mdc-test-XXXXXX";
+  cr_assert(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
   char op[128], ep[128];
   snprintf(op, sizeof op, "%s/stdout", dir);
   snprintf(ep, sizeof ep, "%s/stderr", dir);
@@ -70,6 +90,7 @@ static inline mdc_out run_argv(char *const argv[], char *const env[]) {
   int st;
   while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
   mdc_out r = {.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), .out = slurp(op), .err = slurp(ep)};
+  tmp_remove(dir);
   return r;
 }
 
