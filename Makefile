@@ -83,6 +83,8 @@ bench: build-bench
 # clang links the sanitizer runtimes into executables only: the driver .so the libFuzzer targets
 # load takes them from the executable (-z undefs after the driver's own --no-undefined).
 FUZZ_FLAGS = -DMD_BUILD_FUZZ=ON -DMD_BUILD_TESTS=OFF -DMD_BUILD_BENCH=OFF -DMD_HIP=off
+# Harness functions afl-clang-fast does not instrument (see the file).
+export AFL_LLVM_DENYLIST = $(CURDIR)/fuzz/afl-denylist.txt
 fuzz-build: build
 	@scripts/deps.sh afl++ clang
 	$(call configure,$(BUILD_FUZZ),-DCMAKE_C_COMPILER=afl-clang-fast $(FUZZ_FLAGS) -DMD_SANITIZE=undefined)

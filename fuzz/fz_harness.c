@@ -25,7 +25,6 @@ struct fz_harness {
   mdc_fz_prog prog;
   fz_outcome own[FZ_MAX_CALLS];
   fz_outcome *outs;
-  int trace_fd;
   volatile uint32_t trace_line;
   volatile char trace_op[32];
 };
@@ -57,7 +56,6 @@ fz_harness *mdc_fz_harness_new(int target, const char *driver, const char *confi
   }
   h->target = target;
   h->outs = h->own;
-  h->trace_fd = -1;
   snprintf(h->config, sizeof h->config, "%s", config && *config ? config : "backend=sim");
   h->drv = mdc_driver_load(driver && *driver ? driver : NULL, &h->dl, err, errlen);
   if (!h->drv) {
@@ -74,14 +72,6 @@ fz_harness *mdc_fz_harness_new(int target, const char *driver, const char *confi
       free(h);
       return NULL;
     }
-  } else {
-    h->trace_fd = memfd_create("mdc-fuzz-trace", MFD_CLOEXEC);
-    if (h->trace_fd < 0) {
-      snprintf(err, errlen, "memfd_create failed");
-      mdc_driver_unload(h->dl);
-      free(h);
-      return NULL;
-    }
   }
   return h;
 }
@@ -89,7 +79,6 @@ fz_harness *mdc_fz_harness_new(int target, const char *driver, const char *confi
 void mdc_fz_harness_free(fz_harness *h) {
   if (!h) return;
   mdc_fz_runner_free(h->runner);
-  if (h->trace_fd >= 0) close(h->trace_fd);
   mdc_driver_unload(h->dl);
   free(h);
 }
@@ -103,10 +92,8 @@ void mdc_fz_harness_close_device(fz_harness *h) { mdc_fz_runner_close_device(h->
 
 int mdc_fz_harness_drop_memories(fz_harness *h) {
   mdc_fz_runner_drop_memories(h->runner);
-  if (h->trace_fd < 0) return 0;
-  close(h->trace_fd);
-  h->trace_fd = memfd_create("mdc-fuzz-trace", MFD_CLOEXEC);
-  return h->trace_fd < 0 ? -1 : 0;
+  if (h->target == FZ_TARGET_TRACE) mdc_trace_drop_kept_files();
+  return 0;
 }
 
 int mdc_fz_harness_current(const fz_harness *h, const char **op) {
@@ -177,18 +164,18 @@ int mdc_fz_trace_input_ok(const uint8_t *data, size_t n) {
 
 /* The trace target: the bytes are a trace file; the engine must read or refuse any of them,
  * judge them and say why, and never crash, hang or leak (the sanitizers and AFL++ watch). */
-static int trace_one(fz_harness *h, const uint8_t *data, size_t n, fz_finding *f) {
-  if (!mdc_fz_trace_input_ok(data, n)) return 0;
-  if (ftruncate(h->trace_fd, 0) != 0 || (n && pwrite(h->trace_fd, data, n, 0) != (ssize_t)n)) return -1;
-  char path[64];
-  snprintf(path, sizeof path, "/proc/self/fd/%d", h->trace_fd);
-  mdc_trace_opts o = {.config = h->config, .line = &h->trace_line, .op = h->trace_op, .op_len = sizeof h->trace_op};
+static void trace_one(fz_harness *h, const uint8_t *data, size_t n, fz_finding *f) {
+  if (!mdc_fz_trace_input_ok(data, n)) return;
+  /* The engine reads the bytes where they are; the name places sidecar blobs (there are none). */
+  const char *path = "/fuzz-input/trace.jsonl";
+  mdc_trace_opts o = {.config = h->config, .line = &h->trace_line, .op = h->trace_op, .op_len = sizeof h->trace_op,
+                      .bytes = data ? (const void *)data : (const void *)"", .n_bytes = n, .keep_files = 1};
   mdc_result res;
   memset(&res, 0x5a, sizeof res);
   mdc_verdict v = mdc_trace_run_opts(h->drv, path, &o, &res);
   if ((unsigned)v > MDC_TRACE_ERROR || res.verdict != v) {
     trace_finding(f, "verdict", "the engine returned verdict %s out of its range", "");
-    return 0;
+    return;
   }
   const struct { const char *name; const char *s; size_t n; } strs[] = {
       {"message", res.message, sizeof res.message},     {"expected", res.expected, sizeof res.expected},
@@ -198,22 +185,18 @@ static int trace_one(fz_harness *h, const uint8_t *data, size_t n, fz_finding *f
   for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
     if (!memchr(strs[i].s, 0, strs[i].n)) {
       trace_finding(f, "unterminated", "mdc_result.%s is not NUL-terminated", strs[i].name);
-      return 0;
+      return;
     }
   if (v != MDC_PASS && !res.message[0]) trace_finding(f, "silent", "verdict %s with no message", mdc_verdict_name(v));
   else if (v == MDC_TRACE_ERROR && !strstr(res.message, path))
     trace_finding(f, "unnamed", "a trace error that does not name the file: %.600s", res.message);
-  return 0;
 }
 
 int mdc_fz_harness_one(fz_harness *h, const uint8_t *data, size_t n, fz_finding *f, char *err, size_t errlen) {
   memset(f, 0, sizeof *f);
   f->call = -1;
   if (h->target == FZ_TARGET_TRACE) {
-    if (trace_one(h, data, n, f)) {
-      snprintf(err, errlen, "cannot write the input to a memfd");
-      return -1;
-    }
+    trace_one(h, data, n, f);
     return 0;
   }
   mdc_fz_decode((mdc_fz_target)h->target, data, n, &h->prog);

@@ -121,8 +121,8 @@ void mdc_fz_fill(uint32_t seed, uint8_t *out, size_t n);
  * the mix of seed + (i + 1) * golden, so eight lanes compute eight bytes at once: with AVX-512
  * (64-bit multiplies) 0.27 ns a byte against 1.0 scalar. A memory is up to 256 KiB, rewritten
  * for every input that names it: scalar, this was 35 % of an instrumented tokens input. Not
- * instrumented for coverage (clang's PCGUARD, what afl-clang-fast and -fsanitize=fuzzer use):
- * harness arithmetic with no branch to learn from. */
+ * instrumented for coverage: harness arithmetic with no branch to learn from (the attribute
+ * for -fsanitize=fuzzer; afl-clang-fast ignores it and reads fuzz/afl-denylist.txt). */
 #if defined(__clang__)
 #define FZ_NO_COVERAGE __attribute__((no_sanitize("coverage")))
 #else

@@ -98,8 +98,12 @@ typedef struct mdc__pool {
   uint8_t *map;   /* the whole backing file, mapped read-write by the replayer (NULL: bad_memory) */
   size_t map_len;
   int fds[2];     /* fds to close (-1: none) */
+  int keep;       /* fds[0] goes back to the kept files when the pool is freed (keep_files) */
+  int is_file;    /* fds[0] is a temporary file (mmap_fd), not a memfd */
 } mdc__pool;
-int mdc__pool_make(mdc__where *w, json_t *ev, int strict, mdc__pool **out);
+/* keep: take the pool's file from those earlier pools left (mdc_trace_opts.keep_files) and
+ * leave it there when freed. */
+int mdc__pool_make(mdc__where *w, json_t *ev, int strict, int keep, mdc__pool **out);
 int mdc__pool_bad(mdc__where *w, json_t *ev, mdc__pool **out);
 void mdc__pool_free(mdc__pool *p);
 /* Bytes [off, off+len) of the pool (offset relative to the pool's start); NULL + error if out. */

@@ -15,7 +15,7 @@ static int ev_memory(mdc__run *r, mdc__where *w, json_t *ev, int bad) {
   mdc__name *as;
   mdc__pool *p;
   if (mdc__arg_as(r, w, ev, MDC_OBJ_MEMORY, 1, &as)) return -1;
-  if (bad ? mdc__pool_bad(w, ev, &p) : mdc__pool_make(w, ev, r->strict, &p)) return -1;
+  if (bad ? mdc__pool_bad(w, ev, &p) : mdc__pool_make(w, ev, r->strict, r->opts->keep_files, &p)) return -1;
   mdc__pool_free(as->pool); /* only on a rebind */
   as->pool = p;
   mdc__names_bind(&r->names, as, 0, NULL, 0);
@@ -107,6 +107,7 @@ static int ev_replace_fd(mdc__run *r, mdc__where *w, json_t *ev) {
   if (p == with) return mdc__terr(w, "'with' names the same memory");
   /* The memory's fd number now names with's file (its own file stays mapped by the replayer). */
   if (dup3(with->fds[0], p->fds[0], O_CLOEXEC) < 0) return mdc__terr(w, "dup3: %s", strerror(errno));
+  p->keep = 0;   /* its fd names another pool's file: kept, two later pools would share one */
   return 0;
 }
 

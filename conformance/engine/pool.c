@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,85 @@ static int parse_prot(mdc__where *w, json_t *ev, uint32_t *out) {
   return 0;
 }
 
+/* Files kept from freed pools for later ones (mdc_trace_opts.keep_files). A small one keeps its
+ * mapping and bytes, and the next pool of its size zeroes them: no system call at all; another
+ * is unmapped and truncated to 0 bytes, and the next pool sizes and maps it. */
+#define KEPT_MAX 16
+#define KEPT_MAPPED_MAX (64u * 1024u)
+typedef struct kept_file {
+  int fd, is_file;
+  uint8_t *map;   /* NULL: unmapped, at 0 bytes */
+  size_t len;
+} kept_file;
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static kept_file kept[KEPT_MAX];
+static int n_kept;
+
+/* A kept file of this kind (fd -1: none): one mapped at exactly len bytes when there is one,
+ * else one at 0 bytes and unmapped. */
+static kept_file kept_file_take(int is_file, size_t len) {
+  kept_file k = {.fd = -1};
+  pthread_mutex_lock(&kept_lock);
+  int best = -1;
+  for (int i = n_kept - 1; i >= 0; i--) {
+    if (kept[i].is_file != is_file) continue;
+    if (best < 0) best = i;
+    if (kept[i].map && kept[i].len == len) {
+      best = i;
+      break;
+    }
+  }
+  if (best >= 0) {
+    k = kept[best];
+    kept[best] = kept[--n_kept];
+  }
+  pthread_mutex_unlock(&kept_lock);
+  if (k.fd >= 0 && k.map && k.len != len) {
+    munmap(k.map, k.len);
+    k.map = NULL;
+    if (ftruncate(k.fd, 0) != 0) {
+      close(k.fd);
+      k.fd = -1;
+    }
+  }
+  return k;
+}
+
+/* Keeps the pool's file (and its mapping, when small): 0 when kept (fds[0] and map are no longer
+ * the pool's), -1 when the caller unmaps and closes them. */
+static int kept_file_put(mdc__pool *p) {
+  kept_file k = {.fd = p->fds[0], .is_file = p->is_file, .map = p->map, .len = p->map_len};
+  if (lseek(k.fd, 0, SEEK_SET) != 0) return -1;   /* a driver may have read() from it */
+  if (k.len > KEPT_MAPPED_MAX) {
+    munmap(k.map, k.len);
+    p->map = NULL;
+    k.map = NULL;
+    if (ftruncate(k.fd, 0) != 0) return -1;   /* its bytes go now */
+  }
+  pthread_mutex_lock(&kept_lock);
+  int rc = -1;
+  if (n_kept < KEPT_MAX) {
+    kept[n_kept++] = k;
+    rc = 0;
+  }
+  pthread_mutex_unlock(&kept_lock);
+  if (rc == 0) {
+    p->fds[0] = -1;
+    p->map = NULL;
+  }
+  return rc;
+}
+
+void mdc_trace_drop_kept_files(void) {
+  pthread_mutex_lock(&kept_lock);
+  while (n_kept > 0) {
+    kept_file *k = &kept[--n_kept];
+    if (k->map) munmap(k->map, k->len);
+    close(k->fd);
+  }
+  pthread_mutex_unlock(&kept_lock);
+}
+
 static mdc__pool *pool_new(void) {
   mdc__pool *p = calloc(1, sizeof *p);
   if (p) p->fds[0] = p->fds[1] = -1;
@@ -43,15 +123,57 @@ static mdc__pool *pool_new(void) {
   return p;
 }
 
+/* The pool's file and mapping: kept (keep_files) or let go. Which, and whether a kept file comes
+ * mapped, depends on earlier traces, not this one: these and the kept_file functions are not
+ * instrumented for coverage in the fuzz targets (fuzz/afl-denylist.txt; not inlined, so that
+ * their branches do not land in an instrumented caller). */
+__attribute__((noinline)) static void pool_file_release(mdc__pool *p) {
+  if (p->keep && p->fds[0] >= 0 && p->map) kept_file_put(p);
+  if (p->map) munmap(p->map, p->map_len);
+  if (p->fds[0] >= 0) close(p->fds[0]);
+  p->map = NULL;
+  p->fds[0] = -1;
+}
+
+/* A file for a pool of len bytes, mapped read-write and all zero: 0 with *fd and *map, or -1
+ * with errno and *what (the step that failed). */
+__attribute__((noinline)) static int pool_file_get(int is_file, int keep, size_t len, int *fd, uint8_t **map, const char **what) {
+  kept_file k = keep ? kept_file_take(is_file, len) : (kept_file){.fd = -1};
+  *fd = k.fd;
+  if (k.map) {
+    memset(k.map, 0, k.len);
+    *map = k.map;
+    return 0;
+  }
+  *map = NULL;
+  *what = "cannot create the pool's file";
+  if (*fd < 0 && !is_file) {
+    *fd = memfd_create("mdc-pool", MFD_CLOEXEC);
+  } else if (*fd < 0) {
+    const char *tmp = getenv("TMPDIR");
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/mdc-pool-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    *fd = mkostemp(path, O_CLOEXEC);
+    if (*fd >= 0) unlink(path);
+  }
+  if (*fd < 0) return -1;
+  *what = "ftruncate";
+  if (ftruncate(*fd, (off_t)len) != 0) return -1;
+  *what = "mmap of the pool";
+  void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+  if (m == MAP_FAILED) return -1;
+  *map = m;
+  return 0;
+}
+
 void mdc__pool_free(mdc__pool *p) {
   if (!p) return;
-  if (p->map) munmap(p->map, p->map_len);
-  for (int i = 0; i < 2; i++)
-    if (p->fds[i] >= 0) close(p->fds[i]);
+  pool_file_release(p);
+  if (p->fds[1] >= 0) close(p->fds[1]);
   free(p);
 }
 
-int mdc__pool_make(mdc__where *w, json_t *ev, int strict, mdc__pool **out) {
+int mdc__pool_make(mdc__where *w, json_t *ev, int strict, int keep, mdc__pool **out) {
   *out = NULL;
   int64_t kind;
   json_t *kv = json_object_get(ev, "kind");
@@ -76,36 +198,18 @@ int mdc__pool_make(mdc__where *w, json_t *ev, int strict, mdc__pool **out) {
   if (file_size == 0) return mdc__terr(w, "'file_size' 0: nothing to map");
   mdc__pool *p = pool_new();
   if (!p) return mdc__terr(w, "out of memory");
-  int fd;
-  if (kind == MD_MEM_MMAP_FD) {
-    const char *tmp = getenv("TMPDIR");
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/mdc-pool-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    fd = mkstemp(path);
-    if (fd >= 0) unlink(path);
-  } else {
-    fd = memfd_create("mdc-pool", MFD_CLOEXEC);
-  }
-  if (fd < 0) {
-    mdc__pool_free(p);
-    return mdc__terr(w, "cannot create the pool's file: %s", strerror(errno));
-  }
-  p->fds[0] = fd;
-  if (ftruncate(fd, (off_t)file_size) != 0) {
+  const char *what = "";
+  int is_file = kind == MD_MEM_MMAP_FD;
+  p->keep = keep;
+  p->is_file = is_file;
+  if (pool_file_get(is_file, keep, (size_t)file_size, &p->fds[0], &p->map, &what) != 0) {
     int e = errno;
     mdc__pool_free(p);
-    return mdc__terr(w, "ftruncate(%llu): %s", (unsigned long long)file_size, strerror(e));
-  }
-  p->map = mmap(NULL, (size_t)file_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (p->map == MAP_FAILED) {
-    int e = errno;
-    p->map = NULL;
-    mdc__pool_free(p);
-    return mdc__terr(w, "mmap of the pool: %s", strerror(e));
+    return mdc__terr(w, "%s (%llu bytes): %s", what, (unsigned long long)file_size, strerror(e));
   }
   p->map_len = (size_t)file_size;
   p->mem.kind = (md_memory_kind)kind;
-  p->mem.fd = fd;
+  p->mem.fd = p->fds[0];
   p->mem.offset = offset;
   p->mem.size = size;
   p->mem.prot = prot;

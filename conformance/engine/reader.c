@@ -1,4 +1,4 @@
-/* reader.c - reads a trace as a stream: one line at a time (getline), comments and blank lines
+/* reader.c - reads a trace as a stream: one line at a time (64 KiB reads), comments and blank lines
  * skipped, each other line parsed as one JSON object; and the header line with its version
  * logic (newer major refused, newer minor read leniently). */
 #include <errno.h>
@@ -11,12 +11,21 @@
 
 #include "reader_int.h"
 
-int mdc__reader_open(mdc__reader *r, const char *path, mdc__where *w) {
+#define CHUNK (64u * 1024u)
+
+int mdc__reader_open(mdc__reader *r, const char *path, const void *bytes, size_t n, mdc__where *w) {
   memset(r, 0, sizeof *r);
+  r->fd = -1;
   r->path = path;
   w->path = path;
   w->line = 0;
   w->op = "trace";
+  if (bytes) {
+    r->chunk = (char *)(uintptr_t)bytes;   /* read only */
+    r->len = n;
+    r->eof = 1;
+    return 0;
+  }
   /* O_NONBLOCK: opening a FIFO must not wait for a writer; only regular files are traces. */
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) return mdc__terr(w, "cannot open: %s", strerror(errno));
@@ -30,14 +39,14 @@ int mdc__reader_open(mdc__reader *r, const char *path, mdc__where *w) {
     close(fd);
     return mdc__terr(w, "not a regular file (%s): a trace is a file", mdc__file_kind(st.st_mode));
   }
-  int fl = fcntl(fd, F_GETFL);
-  if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-  r->f = fdopen(fd, "r");
-  if (!r->f) {
-    int e = errno;
+  /* A regular file never blocks a read: O_NONBLOCK stays. */
+  r->chunk = malloc(CHUNK);
+  r->own_chunk = 1;
+  if (!r->chunk) {
     close(fd);
-    return mdc__terr(w, "cannot open: %s", strerror(e));
+    return mdc__terr(w, "cannot open: out of memory");
   }
+  r->fd = fd;
   return 0;
 }
 
@@ -52,34 +61,70 @@ const char *mdc__file_kind(unsigned mode) {
 }
 
 void mdc__reader_close(mdc__reader *r) {
-  if (r->f) fclose(r->f);
+  if (r->fd >= 0) close(r->fd);
   free(r->buf);
+  if (r->own_chunk) free(r->chunk);
   memset(r, 0, sizeof *r);
+  r->fd = -1;
 }
 
-/* Reads one line (its '\n' dropped) into r->buf, never holding more than MDC__MAX_LINE bytes
- * of it: 1 a line (*len bytes), 0 end of file, -1 a line over the limit (the rest of the file is
- * not read), -2 a read error. A last line without '\n' is a line. */
-static int read_line(mdc__reader *r, size_t *len) {
-  size_t n = 0;
-  int c;
-  while ((c = getc_unlocked(r->f)) != EOF && c != '\n') {
-    if (n == MDC__MAX_LINE) return -1;
-    if (n + 1 >= r->cap) {
-      size_t cap = r->cap ? r->cap * 2 : 4096;
-      if (cap > MDC__MAX_LINE + 1) cap = MDC__MAX_LINE + 1;
-      char *b = realloc(r->buf, cap);
-      if (!b) return -2;
-      r->buf = b;
-      r->cap = cap;
+/* Appends n bytes to the gathered line (at *have bytes); -1 past MDC__MAX_LINE, -2 no memory. */
+static int gather(mdc__reader *r, size_t *have, const char *p, size_t n) {
+  if (n > MDC__MAX_LINE - *have) return -1;
+  if (*have + n + 1 > r->cap) {
+    size_t cap = r->cap ? r->cap : 4096;
+    while (cap < *have + n + 1) cap *= 2;
+    if (cap > MDC__MAX_LINE + 1) cap = MDC__MAX_LINE + 1;
+    char *b = realloc(r->buf, cap);
+    if (!b) return -2;
+    r->buf = b;
+    r->cap = cap;
+  }
+  memcpy(r->buf + *have, p, n);
+  *have += n;
+  return 0;
+}
+
+/* Reads one line (its '\n' dropped): 1 a line (*line, *len bytes; valid until the next call),
+ * 0 end of file, -1 a line over MDC__MAX_LINE (the rest of the file is not read), -2 a read
+ * error. A last line without '\n' is a line. A line inside one chunk is not copied. */
+static int read_line(mdc__reader *r, const char **line, size_t *len) {
+  size_t have = 0;   /* bytes gathered in r->buf */
+  for (;;) {
+    const char *start = r->chunk + r->pos;
+    size_t avail = r->len - r->pos;
+    const char *nl = avail ? memchr(start, '\n', avail) : NULL;
+    if (nl) {
+      size_t n = (size_t)(nl - start);
+      r->pos += n + 1;
+      if (have == 0) {
+        if (n > MDC__MAX_LINE) return -1;
+        *line = start;
+        *len = n;
+        return 1;
+      }
+      int g = gather(r, &have, start, n);
+      if (g) return g;
+      *line = r->buf;
+      *len = have;
+      return 1;
     }
-    r->buf[n++] = (char)c;
+    if (avail) {
+      int g = gather(r, &have, start, avail);
+      if (g) return g;
+    }
+    r->pos = r->len = 0;
+    if (r->eof) break;
+    ssize_t got;
+    do got = read(r->fd, r->chunk, CHUNK);
+    while (got < 0 && errno == EINTR);
+    if (got < 0) return -2;
+    if (got == 0) r->eof = 1;
+    r->len = (size_t)got;
   }
-  if (c == EOF) {
-    if (ferror(r->f)) return -2;
-    if (n == 0) return 0;
-  }
-  *len = n;
+  if (have == 0) return 0;
+  *line = r->buf;
+  *len = have;
   return 1;
 }
 
@@ -87,19 +132,20 @@ int mdc__reader_next(mdc__reader *r, mdc__where *w, json_t **out) {
   *out = NULL;
   for (;;) {
     size_t len = 0;
-    int got = read_line(r, &len);
+    const char *b = NULL;
+    int got = read_line(r, &b, &len);
     if (got == 0) return 0;
     r->line++;
     w->line = r->line;
     w->op = "trace";
     if (got == -1) return mdc__terr(w, "line longer than %u bytes (the limit)", MDC__MAX_LINE);
     if (got == -2) return mdc__terr(w, "read error: %s", errno ? strerror(errno) : "out of memory");
-    while (len && r->buf[len - 1] == '\r') len--;
+    while (len && b[len - 1] == '\r') len--;
     size_t i = 0;
-    while (i < len && (r->buf[i] == ' ' || r->buf[i] == '\t')) i++;
-    if (i == len || r->buf[i] == '#') continue;
+    while (i < len && (b[i] == ' ' || b[i] == '\t')) i++;
+    if (i == len || b[i] == '#') continue;
     json_error_t err;
-    json_t *v = json_loadb(r->buf + i, len - i, JSON_REJECT_DUPLICATES, &err);
+    json_t *v = json_loadb(b + i, len - i, JSON_REJECT_DUPLICATES, &err);
     if (!v) return mdc__terr(w, "invalid JSON: %s (column %d)", err.text, err.column + (int)i);
     if (!json_is_object(v)) {
       json_decref(v);
@@ -180,7 +226,7 @@ int mdc_trace_read_header(const char *path, mdc_trace_header *out, char *err, si
   json_t *h = NULL;
   int rc = -1;
   memset(out, 0, sizeof *out);
-  if (mdc__reader_open(&r, path, &w) == 0) {
+  if (mdc__reader_open(&r, path, NULL, 0, &w) == 0) {
     int got = mdc__reader_next(&r, &w, &h);
     if (got == 0) {
       w.op = "header";

@@ -7,16 +7,20 @@
 #include "engine_int.h"
 
 typedef struct mdc__reader {
-  FILE *f;
+  int fd;
   const char *path;
-  char *buf;
+  char *buf;          /* a line that spans chunks, gathered */
   size_t cap;
+  char *chunk;        /* bytes read from fd: [pos, len) not yet consumed (or the caller's bytes) */
+  int own_chunk;
+  size_t pos, len;
+  int eof;
   uint32_t line;
 } mdc__reader;
 
 /* Opens a trace: a regular file only (a FIFO, a device or a folder is a trace error, and opening
- * never blocks). */
-int mdc__reader_open(mdc__reader *r, const char *path, mdc__where *w);
+ * never blocks); or, with bytes, those n bytes (not copied; path names them). */
+int mdc__reader_open(mdc__reader *r, const char *path, const void *bytes, size_t n, mdc__where *w);
 /* "a FIFO", "a folder", ... for a st_mode. */
 const char *mdc__file_kind(unsigned mode);
 void mdc__reader_close(mdc__reader *r);

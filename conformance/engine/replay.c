@@ -239,7 +239,7 @@ mdc_verdict mdc_trace_run_opts(const md_driver *drv, const char *path, const mdc
     mdc__record(&r, MDC_TRACE_ERROR, &w, w.msg, NULL, NULL);
     goto done;
   }
-  if (mdc__reader_open(&rd, path, &w)) {
+  if (mdc__reader_open(&rd, path, opts->bytes, opts->n_bytes, &w)) {
     mdc__record(&r, MDC_TRACE_ERROR, &w, w.msg, NULL, NULL);
     goto done;
   }

@@ -668,6 +668,10 @@ static int launch(campaign *c, instance *in, const char *seeds, const char *dict
   argv[k++] = (char *)"-V", argv[k++] = vbuf;
   if (dict && access(dict, R_OK) == 0) argv[k++] = (char *)"-x", argv[k++] = (char *)dict;
   if (in->cmplog[0]) argv[k++] = (char *)"-c", argv[k++] = in->cmplog;
+  /* A trace input is read a line at a time; AFL++'s havoc grows inputs to 1 MiB by pasting
+   * chunks, and a 64 KiB input costs ten times a 6 KiB one to parse on the same code. 16 KiB
+   * holds 95 % of the seed traces whole (docs/fuzzing.md). */
+  if (!strcmp(c->target, "trace")) argv[k++] = (char *)"-G", argv[k++] = (char *)"16384";
   argv[k++] = (char *)"--", argv[k++] = in->binary;
   argv[k] = NULL;
   char bufs[4][4200];

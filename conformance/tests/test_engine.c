@@ -190,6 +190,116 @@ Test(engine, a_line_over_the_limit_is_a_trace_error) {
   cr_expect(strstr(res.message, "not a regular file (a character device)"), "%s", res.message);
 }
 
+/* The reader reads 64 KiB at a time: a line that spans reads, CRLF endings, comments and a
+ * last line without '\n' read as lines, and the lines after a long one keep their numbers. */
+static void write_spanning(const char *path, const char *last) {
+  FILE *f = fopen(path, "w");
+  cr_assert(f);
+  fprintf(f, "{\"mdc_trace\": \"1.0\", \"name\": \"t/span\", \"rules\": [\"x\"]}\r\n");
+  fprintf(f, "# a comment\r\n\n");
+  fprintf(f, "{\"op\": \"open_device\", \"as\": \"d\",");
+  for (int i = 0; i < 150000; i++) fputc(i % 2 ? ' ' : '\t', f);   /* spans three reads */
+  fprintf(f, "\"config\": \"backend=sim\"}\r\n");
+  fprintf(f, "%s", last);
+  fclose(f);
+}
+
+Test(engine, lines_that_span_reads_keep_their_bytes_and_numbers) {
+  char path[] = "/tmp/mdc-span-XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert_geq(fd, 0);
+  close(fd);
+  mdc_result res;
+  write_spanning(path, "{\"op\": \"close_device\", \"device\": \"d\"}");   /* no '\n' */
+  cr_expect_eq(mdc_trace_run(ref(), path, NULL, &res), MDC_PASS, "%s", res.message);
+  write_spanning(path, "\n{\"op\": \"close_device\", \"device\": \"d\"}\n{\"op\": \"nope\"}\n");
+  cr_expect_eq(mdc_trace_run(ref(), path, NULL, &res), MDC_TRACE_ERROR);
+  cr_expect(strstr(res.message, ":7: "), "%s", res.message);
+  /* a NUL byte inside a line is that line's invalid JSON, not the line's end */
+  FILE *f = fopen(path, "w");
+  fprintf(f, "{\"mdc_trace\": \"1.0\", \"name\": \"t/nul\", \"rules\": [\"x\"]}\n{\"op\": ");
+  fputc(0, f);
+  fprintf(f, "\"open_device\"}\n");
+  fclose(f);
+  cr_expect_eq(mdc_trace_run(ref(), path, NULL, &res), MDC_TRACE_ERROR);
+  cr_expect(strstr(res.message, ":2: trace: invalid JSON"), "%s", res.message);
+  unlink(path);
+}
+
+/* A trace given as bytes (mdc_trace_opts.bytes) reads as the same trace from a file would, and
+ * its messages name the path given. */
+Test(engine, a_trace_given_as_bytes_reads_like_its_file) {
+  static const char good[] = "{\"mdc_trace\": \"1.0\", \"name\": \"t/bytes\", \"rules\": [\"x\"]}\n"
+                             "{\"op\": \"open_device\", \"as\": \"d\", \"config\": \"backend=sim\"}\n"
+                             "{\"op\": \"close_device\", \"device\": \"d\"}";
+  mdc_trace_opts o = {.bytes = good, .n_bytes = sizeof good - 1};
+  mdc_result res;
+  cr_expect_eq(mdc_trace_run_opts(ref(), "/nowhere/bytes.jsonl", &o, &res), MDC_PASS, "%s", res.message);
+  o.n_bytes = 40;   /* the header cut short */
+  cr_expect_eq(mdc_trace_run_opts(ref(), "/nowhere/bytes.jsonl", &o, &res), MDC_TRACE_ERROR);
+  cr_expect(strstr(res.message, "/nowhere/bytes.jsonl:1: trace: invalid JSON"), "%s", res.message);
+  o.n_bytes = 0;
+  cr_expect_eq(mdc_trace_run_opts(ref(), "/nowhere/bytes.jsonl", &o, &res), MDC_TRACE_ERROR);
+  cr_expect(strstr(res.message, "the trace is empty"), "%s", res.message);
+}
+
+static mdc_verdict run_text(const char *text, mdc_result *res) {
+  mdc_trace_opts o = {.bytes = text, .n_bytes = strlen(text), .keep_files = 1};
+  return mdc_trace_run_opts(ref(), "/nowhere/kept.jsonl", &o, res);
+}
+
+/* With keep_files a pool's file outlives its trace and serves a later one: that pool reads
+ * zero however the earlier one was written, at the same size (kept mapped) or another, small
+ * or past the 64 KiB a kept file stays mapped at, memfd or temporary file; and a memory whose
+ * fd a replace_fd pointed at another pool's file is not kept as its own. */
+Test(engine, a_kept_file_reads_zero_in_the_next_trace) {
+  static const char *kinds[] = {"ashmem", "mmap_fd"};
+  static const unsigned sizes[][2] = {{64, 64}, {64, 32}, {200000, 200000}, {200000, 4096}, {4096, 200000}};
+  char text[2048];
+  mdc_result res;
+  for (int k = 0; k < 2; k++)
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+      snprintf(text, sizeof text,
+               "{\"mdc_trace\": \"1.1\", \"name\": \"t/kept_a\", \"rules\": [\"x\"]}\n"
+               "{\"op\": \"memory\", \"as\": \"m\", \"kind\": \"%s\", \"size\": %u, \"data\": {\"fill\": 165, \"bytes\": %u}}\n"
+               "{\"op\": \"memory\", \"as\": \"n\", \"kind\": \"%s\", \"size\": %u, \"data\": {\"fill\": 90, \"bytes\": %u}}\n",
+               kinds[k], sizes[i][0], sizes[i][0], kinds[k], sizes[i][0], sizes[i][0]);
+      cr_assert_eq(run_text(text, &res), MDC_PASS, "%s", res.message);
+      snprintf(text, sizeof text,
+               "{\"mdc_trace\": \"1.1\", \"name\": \"t/kept_b\", \"rules\": [\"x\"]}\n"
+               "{\"op\": \"memory\", \"as\": \"m\", \"kind\": \"%s\", \"size\": %u}\n"
+               "{\"op\": \"memory\", \"as\": \"n\", \"kind\": \"%s\", \"size\": %u}\n"
+               "{\"op\": \"check\", \"memory\": \"m\", \"type\": \"u8\", \"data\": {\"fill\": 0, \"bytes\": %u}}\n"
+               "{\"op\": \"check\", \"memory\": \"n\", \"type\": \"u8\", \"data\": {\"fill\": 0, \"bytes\": %u}}\n",
+               kinds[k], sizes[i][1], kinds[k], sizes[i][1], sizes[i][1], sizes[i][1]);
+      cr_assert_eq(run_text(text, &res), MDC_PASS, "%s %u then %u: %s", kinds[k], sizes[i][0], sizes[i][1], res.message);
+    }
+  /* replace_fd: m's fd names n's file. Kept as m's, a later pool would be filled through one
+   * file (the replayer's mapping) and read by the driver through another (the fd). */
+  cr_assert_eq(run_text("{\"mdc_trace\": \"1.1\", \"name\": \"t/kept_c\", \"rules\": [\"x\"]}\n"
+                        "{\"op\": \"memory\", \"as\": \"m\", \"kind\": \"ashmem\", \"size\": 8}\n"
+                        "{\"op\": \"memory\", \"as\": \"n\", \"kind\": \"ashmem\", \"size\": 8}\n"
+                        "{\"op\": \"replace_fd\", \"memory\": \"m\", \"with\": \"n\"}\n",
+                        &res), MDC_PASS, "%s", res.message);
+  static const char through_driver[] =
+      "{\"mdc_trace\": \"1.1\", \"name\": \"t/kept_d\", \"rules\": [\"x\"]}\n"
+      "{\"op\": \"open_device\", \"as\": \"d\", \"config\": \"backend=sim\"}\n"
+      "{\"op\": \"open_client\", \"as\": \"c\"}\n"
+      "{\"op\": \"model\", \"as\": \"add\", \"operands\": [{\"type\": \"TENSOR_FLOAT32\", \"dims\": [2], \"lifetime\": \"SUBGRAPH_INPUT\"}, "
+      "{\"type\": \"TENSOR_FLOAT32\", \"dims\": [2], \"lifetime\": \"SUBGRAPH_INPUT\"}, {\"type\": \"INT32\", \"lifetime\": \"CONSTANT_COPY\", "
+      "\"offset\": 0, \"length\": 4}, {\"type\": \"TENSOR_FLOAT32\", \"dims\": [2], \"lifetime\": \"SUBGRAPH_OUTPUT\"}], \"operations\": "
+      "[{\"type\": \"ADD\", \"inputs\": [0, 1, 2], \"outputs\": [3]}], \"inputs\": [0, 1], \"outputs\": [3], \"operand_values\": {\"i32\": [0]}, \"pools\": []}\n"
+      "{\"op\": \"prepare_model\", \"model\": \"add\", \"as\": \"pm\"}\n"
+      "{\"op\": \"memory\", \"as\": \"m\", \"kind\": \"ashmem\", \"size\": 8, \"data\": {\"f32\": [3, 4]}}\n"
+      "{\"op\": \"memory\", \"as\": \"n\", \"kind\": \"ashmem\", \"size\": 8, \"data\": {\"f32\": [5, 6]}}\n"
+      "{\"op\": \"memory\", \"as\": \"back\", \"kind\": \"ashmem\", \"size\": 8}\n"
+      "{\"op\": \"execute\", \"prepared\": \"pm\", \"request\": {\"inputs\": [{\"pool\": 0, \"length\": 8}, {\"pool\": 1, \"length\": 8}], \"outputs\": [{\"pool\": 2, \"length\": 8}], "
+      "\"pools\": [{\"memory\": \"m\"}, {\"memory\": \"n\"}, {\"memory\": \"back\"}]}}\n"
+      "{\"op\": \"check\", \"memory\": \"back\", \"type\": \"f32\", \"values\": {\"f32\": [8, 10]}}\n";
+  cr_assert_eq(run_text(through_driver, &res), MDC_PASS, "%s", res.message);
+  mdc_trace_drop_kept_files();
+}
+
 Test(engine, header_is_read_alone) {
   mdc_trace_header h;
   char err[256];

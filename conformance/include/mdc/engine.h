@@ -83,7 +83,19 @@ typedef struct mdc_trace_opts {
                                  open_device (a differential replay forces its backend) */
   void (*observe)(void *ctx, const mdc_observation *o);   /* see mdc_observation */
   void *observe_ctx;
+  const void *bytes;          /* non-NULL: the trace's bytes (n_bytes of them), read instead of the
+                                 file; `path` names them in messages and places sidecar blobs */
+  size_t n_bytes;
+  int keep_files;             /* a pool's memfd or temporary file is not closed when its trace
+                                 ends but kept (truncated to 0 bytes) for a pool of a later trace
+                                 in this process: a fuzz target replays thousands of traces a
+                                 second, and making and removing a file in /tmp each time is most
+                                 of what one costs. mdc_trace_drop_kept_files closes them. */
 } mdc_trace_opts;
+
+/* Closes the files that replays with keep_files left for later ones (a forked child calls it:
+ * the files it inherited are its parent's too). */
+void mdc_trace_drop_kept_files(void);
 
 /* Reads only the header line. 0 on success; -1 with a message naming file and line in err. */
 int mdc_trace_read_header(const char *path, mdc_trace_header *out, char *err, size_t errlen);
