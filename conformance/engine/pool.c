@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "engine_int.h"
@@ -70,7 +71,11 @@ static kept_file kept_file_take(int is_file, size_t len) {
     kept[best] = kept[--n_kept];
   }
   pthread_mutex_unlock(&kept_lock);
-  if (k.fd >= 0 && k.map && k.len != len) {
+  /* A driver holds the fd while the pool lives and may have resized the file: a mapping past
+   * its end would fault when zeroed. */
+  struct stat st;
+  int resized = k.fd >= 0 && k.map && (fstat(k.fd, &st) != 0 || (uint64_t)st.st_size != k.len);
+  if (k.fd >= 0 && k.map && (k.len != len || resized)) {
     munmap(k.map, k.len);
     k.map = NULL;
     if (ftruncate(k.fd, 0) != 0) {

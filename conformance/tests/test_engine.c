@@ -300,6 +300,31 @@ Test(engine, a_kept_file_reads_zero_in_the_next_trace) {
   mdc_trace_drop_kept_files();
 }
 
+/* A driver holds a pool's fd while the pool lives and may truncate the file: the kept mapping
+ * then reaches past the file's end, and zeroing it for the next pool must not fault. */
+Test(engine, a_kept_file_a_driver_truncated_is_not_zeroed_through_its_old_mapping) {
+  static const char one[] = "{\"mdc_trace\": \"1.1\", \"name\": \"t/kept_t\", \"rules\": [\"x\"]}\n"
+                            "{\"op\": \"memory\", \"as\": \"m\", \"kind\": \"ashmem\", \"size\": 8192, \"data\": {\"fill\": 3, \"bytes\": 8192}}\n";
+  static const char two[] = "{\"mdc_trace\": \"1.1\", \"name\": \"t/kept_u\", \"rules\": [\"x\"]}\n"
+                            "{\"op\": \"memory\", \"as\": \"m\", \"kind\": \"ashmem\", \"size\": 8192}\n"
+                            "{\"op\": \"check\", \"memory\": \"m\", \"type\": \"u8\", \"data\": {\"fill\": 0, \"bytes\": 8192}}\n";
+  mdc_result res;
+  cr_assert_eq(run_text(one, &res), MDC_PASS, "%s", res.message);
+  /* what a driver could do with the fd it was given: the kept memfd cut to 0 bytes */
+  int cut = 0;
+  for (int fd = 3; fd < 1024; fd++) {
+    char link[64], target[128];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n <= 0) continue;
+    target[n] = 0;
+    if (strstr(target, "memfd:mdc-pool") && ftruncate(fd, 0) == 0) cut++;
+  }
+  cr_assert_gt(cut, 0, "no kept memfd found");
+  cr_assert_eq(run_text(two, &res), MDC_PASS, "%s", res.message);
+  mdc_trace_drop_kept_files();
+}
+
 Test(engine, header_is_read_alone) {
   mdc_trace_header h;
   char err[256];
