@@ -559,7 +559,7 @@ static void dec_request(dec *d, fz_request *r, uint16_t client, const fz_ref *pr
                r->n_in == m->n_in) {
       /* the size the execution will produce */
       fz_dims prod[FZ_MAX_ARGS];
-      if (mdc_fz_infer(m, in_dims, prod) == 0 && i < m->n_out) want = mdc_fz_bytes(type, &prod[i]);
+      if (mdc_fz_infer(m, in_dims, prod, NULL) == 0 && i < m->n_out) want = mdc_fz_bytes(type, &prod[i]);
     }
     if (want == UINT64_MAX) want = 0;
     uint32_t es = mdc_fz_type_size(type);

@@ -177,8 +177,10 @@ static int broadcast(const fz_dims *a, const fz_dims *b, fz_dims *out) {
   return 0;
 }
 
-int mdc_fz_infer(const fz_model *m, const fz_dims *in, fz_dims *out) {
+int mdc_fz_infer(const fz_model *m, const fz_dims *in, fz_dims *out, uint64_t *largest) {
   fz_dims d[FZ_MAX_OPERANDS];
+  uint64_t big = 0;
+  if (largest) *largest = 0;
   memset(d, 0, sizeof d);
   for (unsigned i = 0; i < m->n_in; i++) d[m->in[i]] = in[i];
   for (unsigned k = 0; k < m->n_ops; k++) {
@@ -189,6 +191,9 @@ int mdc_fz_infer(const fz_model *m, const fz_dims *in, fz_dims *out) {
     } else {
       r = d[op->in[0]];
     }
+    uint64_t b = mdc_fz_bytes(m->opnd[op->out[0]].type, &r);
+    if (b > big) big = b;
+    if (largest) *largest = big;
     const fz_dims *decl = &m->opnd[op->out[0]].dims;
     fz_dims c;
     if (mdc_fz_combine(decl, &r, &c) || (decl->rank && decl->rank != r.rank)) return -2;
@@ -646,7 +651,15 @@ static void predict_exec(const fz_state *s, const mdc_fz_prog *p, const fz_call 
           FZ_BIT(MD_RESOURCE_EXHAUSTED_PERSISTENT);
   } else {
     fz_dims prod[FZ_MAX_ARGS];
-    int r = mdc_fz_infer(m, in_dims, prod);
+    uint64_t largest;
+    int r = mdc_fz_infer(m, in_dims, prod, &largest);
+    /* SPEC 8.3: the operations run in order, each result allocated on the device, and SPEC sets
+     * no order between running out of memory and finding that dims disagree: a result past
+     * the device (or big, or with the device full) may be refused before the run finds any
+     * fault of the shapes. (Found by a 30-minute shapes campaign: [4096] + [4096,1] broadcast
+     * to a 64 MiB temporary on a 1 MiB device before a RELU's output rank disagreed.) */
+    run |= (size_refusals(s, largest) & ~FZ_BIT(MD_RESOURCE_EXHAUSTED_PERSISTENT)) | pressure(s, largest);
+    if (largest == UINT64_MAX || largest > s->mem_limit) run |= size_refusals(s, largest);
     if (r == -1) {
       /* Inputs whose shapes the operation cannot take: the request's fault or the run's. */
       run |= FZ_BIT(MD_INVALID_ARGUMENT) | FZ_BIT(MD_GENERAL_FAILURE);

@@ -165,8 +165,10 @@ const fz_model *mdc_fz_prepared_model(const fz_state *s, const mdc_fz_prog *p, u
 /* Dims helpers: combine (SPEC 3) into out, 0 or -1; fully known (rank known, no 0 axis). */
 int mdc_fz_combine(const fz_dims *a, const fz_dims *b, fz_dims *out);
 int mdc_fz_known(const fz_dims *d);
-/* Predicted output dims of a VALID model for input dims in[0..n_in) (all fully known): 0, or
- * -1 when the shapes do not fit (broadcast fails, a declared dim disagrees). */
-int mdc_fz_infer(const fz_model *m, const fz_dims *in, fz_dims *out);
+/* Predicted output dims of a VALID model for input dims in[0..n_in) (all fully known): 0, -1
+ * when an operation's inputs do not broadcast, -2 when a produced dim disagrees with the one
+ * declared. *largest (may be NULL): the most bytes of any operand the operations produced, up
+ * to and including the one where inference stopped (a run allocates them in that order). */
+int mdc_fz_infer(const fz_model *m, const fz_dims *in, fz_dims *out, uint64_t *largest);
 
 #endif

@@ -55,7 +55,8 @@ AREA_TEXT = OrderedDict([
              "bytes are the current size of a buffer shrunk in place; §3/8.3 dims not fully known are no size, whatever the "
              "order of their axes; and regressions of the fuzz oracle's own faults (written by `md_fuzz_replay --trace`, "
              "not minimised): §5 another client's or a forged client's wait racing the owner's calls leaves the event "
-             "live; §2 a prot 0 pool may be refused before anything else"),
+             "live; §2 a prot 0 pool may be refused before anything else; §8.3 a temporary past the device may run "
+             "out before the output's rank is found to disagree"),
     ("numerics", "§7 operation semantics: ADD/SUB/MUL broadcasting of either and both operands under every fused "
                  "activation, RELU, FULLY_CONNECTED, SOFTMAX and CONCATENATION on every axis of ranks 1-4, RESHAPE; "
                  "NaN and infinities"),
