@@ -87,10 +87,11 @@ typedef struct mdc_trace_opts {
                                  file; `path` names them in messages and places sidecar blobs */
   size_t n_bytes;
   int keep_files;             /* a pool's memfd or temporary file is not closed when its trace
-                                 ends but kept (truncated to 0 bytes) for a pool of a later trace
-                                 in this process: a fuzz target replays thousands of traces a
-                                 second, and making and removing a file in /tmp each time is most
-                                 of what one costs. mdc_trace_drop_kept_files closes them. */
+                                 ends but kept for a pool of a later trace in this process (up to
+                                 64 KiB still mapped, zeroed when taken; larger ones truncated to
+                                 0 bytes): a fuzz target replays thousands of traces a second, and
+                                 making and removing a file in /tmp each time was most of what one
+                                 cost. mdc_trace_drop_kept_files closes them. */
 } mdc_trace_opts;
 
 /* Closes the files that replays with keep_files left for later ones (a forked child calls it:
