@@ -90,10 +90,9 @@ int mdc_fz_harness_target(const fz_harness *h) { return h->target; }
 void mdc_fz_harness_use_outcomes(fz_harness *h, fz_outcome *outs) { h->outs = outs ? outs : h->own; }
 void mdc_fz_harness_close_device(fz_harness *h) { mdc_fz_runner_close_device(h->runner); }
 
-int mdc_fz_harness_drop_memories(fz_harness *h) {
+void mdc_fz_harness_drop_memories(fz_harness *h) {
   mdc_fz_runner_drop_memories(h->runner);
   if (h->target == FZ_TARGET_TRACE) mdc_trace_drop_kept_files();
-  return 0;
 }
 
 int mdc_fz_harness_current(const fz_harness *h, const char **op) {

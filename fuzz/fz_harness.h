@@ -40,8 +40,8 @@ void mdc_fz_harness_use_outcomes(fz_harness *h, fz_outcome *outs);
 void mdc_fz_harness_close_device(fz_harness *h);
 /* Closes the memfds the program targets reuse for memories (mdc_fz_runner_drop_memories), and
  * for trace the pool files the engine kept (mdc_trace_drop_kept_files): in a child of the fork
- * server, so that no two children share a file. 0 (the int is kept for callers). */
-int mdc_fz_harness_drop_memories(fz_harness *h);
+ * server, so that no two children share a file. */
+void mdc_fz_harness_drop_memories(fz_harness *h);
 /* Writes the input as a trace to out (docs/fuzzing.md "A finding as a trace"). A program target
  * runs it once more in a child process whose outcomes are shared memory, so an input that
  * crashes or hangs (more than timeout seconds) the driver is written too: up to the call it
