@@ -98,6 +98,22 @@ md_status md__client_use(md_device *d, const char *fn, md_handle client, md__use
 md_status md__owned_use(md_device *d, const char *fn, const char *what, md_handle client, md_handle h,
                         md__kind kind, md__use *u);
 
+/* Settles a creation's race with close_client, right after the creating call `fn` issued handle
+ * *h (entry e) for an object owned by `client`, whose entry ce the caller holds: the call
+ * stands or falls by who kills the new handle first, so a leak report counts exactly the
+ * objects whose creating call returned MD_NONE (SPEC 1, 5).
+ *   - The client is still live: MD_NONE; a later close_client's sweep finds the object (it
+ *     was issued before that close killed the client).
+ *   - The client was closed, and its sweep killed the handle first: MD_NONE as well; the
+ *     object was created before the close, which counted and released it (*h is already dead).
+ *   - The client was closed and this call killed the handle first (the sweep had passed, or
+ *     had not reached it): INVALID_ARGUMENT with "<fn>: client 0x..: was closed during the
+ *     call", *h is 0, and the table's reference is dropped (the caller's own, if it holds one,
+ *     is still the caller's to drop).
+ * After this call, the caller may touch e only through a reference of its own. */
+md_status md__issued_settle(md_device *d, const char *fn, const md__hentry *ce, md_handle client,
+                            md__hentry *e, md_handle *h);
+
 /* ---- backends (backend_registry.c) ---- */
 
 /* Opens the backend d->cfg.backend names ("auto": hip when registered and it opens, else sim)

@@ -239,13 +239,21 @@ md_status md__execute_async(md_device *d, md_handle client, md_handle prepared, 
   pthread_cond_init(&ev->cond, &ca);
   pthread_condattr_destroy(&ca);
   md_handle h;
-  st = md__handle_issue(&d->ht, MD__KIND_EVENT, client, ev, &h, &x->ee);
+  /* The execution's own reference on the event is taken with the handle: a close_client
+   * sweep may kill the handle the moment it exists, and the event must outlive it. */
+  md__race_point("execute_async", "issuing");
+  st = md__handle_issue_held(&d->ht, MD__KIND_EVENT, client, ev, &h, &x->ee);
   if (st != MD_NONE) {
     md__event_destroy(d, ev);
     md__exec_free(x);
     return md__fail(st, "execute_async: too many live handles");
   }
-  md__handle_ref(x->ee);   /* the execution's own reference; the table holds the other */
+  /* A close of the client that came between its lookup and the issue: the execution runs only
+   * if the close's sweep counted its event (SPEC 4: then it finishes on its own). */
+  if ((st = md__issued_settle(d, "execute_async", x->ce.e, client, x->ee, &h)) != MD_NONE) {
+    md__exec_free(x);   /* drops the last reference on the event */
+    return st;
+  }
   if (runs_inline(d, x)) {
     run_inline(x, ev);
     *event = h;

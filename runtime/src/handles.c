@@ -85,8 +85,25 @@ md_status md__handle_issue(md__htable *t, md__kind kind, uint64_t owner, void *o
   return md__handle_issue_tagged(t, kind, owner, obj, none, out, entry);
 }
 
+_Atomic(md__race_fn) md__race_hook;
+
+static md_status issue(md__htable *t, md__kind kind, uint64_t owner, void *obj, const uint64_t tag[2],
+                       uint32_t refs, md_handle *out, md__hentry **entry);
+
 md_status md__handle_issue_tagged(md__htable *t, md__kind kind, uint64_t owner, void *obj,
                                   const uint64_t tag[2], md_handle *out, md__hentry **entry) {
+  return issue(t, kind, owner, obj, tag, 1, out, entry);
+}
+
+md_status md__handle_issue_held(md__htable *t, md__kind kind, uint64_t owner, void *obj,
+                                md_handle *out, md__hentry **entry) {
+  static const uint64_t none[2] = {0, 0};
+  return issue(t, kind, owner, obj, none, 2, out, entry);
+}
+
+/* Issues a handle whose entry starts with `refs` references (the table's, and the caller's). */
+static md_status issue(md__htable *t, md__kind kind, uint64_t owner, void *obj, const uint64_t tag[2],
+                       uint32_t refs, md_handle *out, md__hentry **entry) {
   pthread_mutex_lock(&t->lock);
   uint32_t slot = t->free_head;
   md__hentry *e;
@@ -118,7 +135,7 @@ md_status md__handle_issue_tagged(md__htable *t, md__kind kind, uint64_t owner, 
   e->tag[0] = tag[0];
   e->tag[1] = tag[1];
   e->next_free = 0;
-  md__ref_init(&e->ref, 1);
+  md__ref_init(&e->ref, refs);
   uint64_t h = ((uint64_t)handle_mac(t, slot, e->gen, kind, owner) << 32) |
                ((uint64_t)(e->gen & 0xffu) << MD__HT_SLOT_BITS) | slot;
   atomic_store_explicit(&e->issued, h, memory_order_relaxed);

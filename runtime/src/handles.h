@@ -82,6 +82,11 @@ md_status md__handle_issue(md__htable *t, md__kind kind, uint64_t owner, void *o
 /* As md__handle_issue, also storing tag[0..1] in the entry (before the handle is published). */
 md_status md__handle_issue_tagged(md__htable *t, md__kind kind, uint64_t owner, void *obj,
                                   const uint64_t tag[2], md_handle *out, md__hentry **entry);
+/* As md__handle_issue, with a second reference, the caller's, taken before the handle is
+ * published: the object outlives whatever kills the handle the moment it exists (a
+ * close_client sweep) until the caller puts it. entry must not be NULL. */
+md_status md__handle_issue_held(md__htable *t, md__kind kind, uint64_t owner, void *obj,
+                                md_handle *out, md__hentry **entry);
 
 /* Looks up a live handle of `kind` and takes a reference on its entry; NULL, holding nothing,
  * if h is not one. Lock-free. */
@@ -146,5 +151,19 @@ const char *md__handle_why(md__htable *t, md_handle h, md__kind kind);
 
 /* Calls fn for every live entry (with a reference held across the call). fn may kill it. */
 void md__htable_foreach(md__htable *t, void (*fn)(md__hentry *e, void *arg), void *arg);
+
+/* ---- race points: where a white-box test opens a race window on purpose ----
+ * md__race_point(fn, step) calls the hook a test installed in md__race_hook, else does nothing
+ * (one load). The runtime names the moments between two steps of a call that another thread
+ * may come between: a creating call `fn` ("allocate", "prepare_model", "register_memory",
+ * "execute_async") reaches step "issuing" just before it issues its handle and "issued" just
+ * after, before it settles a race with close_client (md__issued_settle). A test runs the other
+ * thread's call there (a close_client) and sees the outcome every preemption there would give. */
+typedef void (*md__race_fn)(const char *fn, const char *step);
+extern _Atomic(md__race_fn) md__race_hook;
+static inline void md__race_point(const char *fn, const char *step) {
+  md__race_fn f = atomic_load_explicit(&md__race_hook, memory_order_acquire);
+  if (f) f(fn, step);
+}
 
 #endif

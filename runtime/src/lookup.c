@@ -49,3 +49,16 @@ md_status md__owned_use(md_device *d, const char *fn, const char *what, md_handl
   }
   return MD_NONE;
 }
+
+md_status md__issued_settle(md_device *d, const char *fn, const md__hentry *ce, md_handle client,
+                            md__hentry *e, md_handle *h) {
+  md__race_point(fn, "issued");
+  /* Issuing took the table's lock, and so does a close's sweep (to read how far to go) after it
+   * kills the client: a client still live here was killed after the issue, so its sweep sees
+   * the handle. */
+  if (atomic_load(&ce->handle) == client) return MD_NONE;
+  if (!md__handle_kill(&d->ht, e, *h)) return MD_NONE;   /* the sweep's: in its leak report */
+  *h = 0;
+  return md__fail(MD_INVALID_ARGUMENT, "%s: client 0x%016llx: was closed during the call", fn,
+                  (unsigned long long)client);
+}

@@ -208,18 +208,14 @@ md_status md__allocate(md_device *d, md_handle client, const md_buffer_desc *des
   if ((st = buffer_storage(d, b, rank, dims)) != MD_NONE) goto out;
   md__hentry *be;
   const uint64_t tag[2] = {b->roles[0].prepared, md__role_tag(b->roles[0].is_output, b->roles[0].index)};
+  md__race_point("allocate", "issuing");
   st = md__handle_issue_tagged(&d->ht, MD__KIND_BUFFER, client, b, tag, token, &be);
   if (st != MD_NONE) {
     md__fail(st, "allocate: too many live buffers");
     goto out;
   }
   b = NULL;  /* owned by the table now */
-  if (atomic_load(&ce->handle) != client) {
-    /* close_client ran meanwhile and may have swept before this buffer existed. */
-    md__handle_kill(&d->ht, be, *token);
-    *token = 0;
-    st = md__fail(MD_INVALID_ARGUMENT, "allocate: client 0x%016llx was closed during the call", TOK(client));
-  }
+  st = md__issued_settle(d, "allocate", ce, client, be, token);   /* a racing close_client */
 
 out:
   if (b) {

@@ -90,16 +90,13 @@ md_status md__prepare_model(md_device *d, md_handle client, const md_model *mode
       p->all_builtin &= md__kernel_is_builtin(p->model->operations[i].kernel) != 0;
     p->mac_bytes = mac_bytes(p->model);
     md__hentry *pe;
+    md__race_point("prepare_model", "issuing");
     st = md__handle_issue(&d->ht, MD__KIND_PREPARED, client, p, out, &pe);
     if (st != MD_NONE) {
       md__prepared_destroy(d, p);
       md__fail(st, "prepare_model: too many live handles");
-    } else if (atomic_load(&ce->handle) != client) {
-      /* close_client ran meanwhile and may have missed this one: undo it. */
-      md__handle_kill(&d->ht, pe, *out);
-      *out = 0;
-      st = md__fail(MD_INVALID_ARGUMENT, "prepare_model: client 0x%016llx was closed during the call",
-                    (unsigned long long)client);
+    } else {
+      st = md__issued_settle(d, "prepare_model", ce, client, pe, out);   /* a racing close_client */
     }
   }
   md__handle_put(&d->ht, ce);

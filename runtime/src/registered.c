@@ -52,19 +52,14 @@ md_status md__register_memory(md_device *d, md_handle client, const md_memory *m
       p->host_registered = p->map.base;
   }
   md__hentry *pe;
+  md__race_point("register_memory", "issuing");
   st = md__handle_issue(&d->ht, MD__KIND_POOL, client, p, pool, &pe);
   if (st != MD_NONE) {
     md__fail(st, "register_memory: too many live handles");
     goto out;
   }
   p = NULL;   /* the table's now */
-  if (atomic_load(&ce->handle) != client) {
-    /* close_client ran meanwhile and may have swept before this pool existed. */
-    md__handle_kill(&d->ht, pe, *pool);
-    *pool = 0;
-    st = md__fail(MD_INVALID_ARGUMENT, "register_memory: client 0x%016llx was closed during the call",
-                  (unsigned long long)client);
-  }
+  st = md__issued_settle(d, "register_memory", ce, client, pe, pool);   /* a racing close_client */
 out:
   if (p) {
     if (p->map.scope) md__regpool_destroy(d, p);
