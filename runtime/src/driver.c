@@ -149,7 +149,10 @@ static md_status close_client(md_device *d, md_handle client, md_leak_report *le
   if (!d) return md__fail(MD_INVALID_ARGUMENT, "close_client: device is NULL");
   return md__close_client(d, client, leaks);
 }
+/* A call that creates something writes 0 to its result first, so a refusal at the device check
+ * (NULL, lost) leaves no stale value behind either. */
 static md_status prepare_model(md_device *d, md_handle client, const md_model *m, md_handle *out) {
+  if (out && m) *out = 0;   /* left untouched when model is NULL (objects_int.h) */
   NEED_DEVICE("prepare_model");
   return md__prepare_model(d, client, m, out);
 }
@@ -161,6 +164,7 @@ static md_status release_prepared_model(md_device *d, md_handle client, md_handl
 static md_status allocate(md_device *d, md_handle client, const md_buffer_desc *desc, const md_handle *prepared,
                           uint32_t n_prepared, const md_buffer_role *in, uint32_t n_in,
                           const md_buffer_role *outr, uint32_t n_out, md_token *token) {
+  if (token) *token = 0;
   NEED_DEVICE("allocate");
   return md__allocate(d, client, desc, prepared, n_prepared, in, n_in, outr, n_out, token);
 }
@@ -185,6 +189,7 @@ static md_status execute(md_device *d, md_handle client, md_handle prepared, con
 }
 static md_status execute_async(md_device *d, md_handle client, md_handle prepared, const md_request *r,
                                md_handle *event) {
+  if (event) *event = 0;
   NEED_DEVICE("execute_async");
   return md__execute_async(d, client, prepared, r, event);
 }

@@ -61,7 +61,10 @@ struct md__exec {
   md__pool_plan *plans;      /* per request pool, during validation */
   md_timing timing;
   md__run run;
-  bool inject_kfail;         /* a fault plan's kernel_fail: the first kernel reports it */
+  md_status inject;          /* what the first kernel reports instead of running (MD_NONE:
+                                it runs): a fault plan's kernel_fail (GENERAL_FAILURE), or its
+                                device_lost drawn by an async execution (DEVICE_UNAVAILABLE,
+                                SPEC 8.9: the wait's status, not the call's) */
   bool stall;                /* a fault plan's stall: an async execution is parked before it
                                 runs until a wait without deadline, its client's or its device's
                                 close releases it (exec_async.c); its device work is issued

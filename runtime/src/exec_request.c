@@ -328,7 +328,7 @@ md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_han
       if (a->rd) md__ref_get(&a->rd->ref);
       md__spin_unlock(&a->buf->lock);
       if (a->rd && !ready) {
-        x->inject_kfail = true;
+        x->inject = MD_GENERAL_FAILURE;
         snprintf(x->inject_msg, sizeof x->inject_msg, "input %u: buffer is not initialized", i);
         rs[i] = MD__READ_OK;
         continue;
@@ -390,10 +390,12 @@ md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_han
   }
   /* The backend's fault point (fault plans count valid executions): kernel_fail is reported
    * by this execution's first kernel; stall parks an async execution until it is released
-   * (exec_async.c; a synchronous one runs as usual); device_lost fails the call itself. */
+   * (exec_async.c; a synchronous one runs as usual); device_lost fails a synchronous call
+   * itself and an async one from its wait (SPEC 8.9, v1.2: the device is lost during the
+   * execution; the call returns NONE and an event). */
   st = md__fault_point(d, MD_FAULT_EXECUTION, fn);
-  if (st == MD_GENERAL_FAILURE) {
-    x->inject_kfail = true;
+  if (st == MD_GENERAL_FAILURE || (st == MD_DEVICE_UNAVAILABLE && !x->cached && !MD_MUTANT(async_device_lost_at_call))) {
+    x->inject = st;
     snprintf(x->inject_msg, sizeof x->inject_msg, "%s", md__last_error());
     md__clear_error();
     st = MD_NONE;

@@ -419,11 +419,11 @@ static md_status run_op(md__exec *x, md__exec_ctx *ctx, md_stream *stream, uint3
   }
   memset(ks, 0, sizeof *ks);
   uint64_t t0 = now_ns();
-  bool injected = x->inject_kfail;
+  bool injected = x->inject != MD_NONE;
   if (injected) {
-    /* The fault plan's kernel_fail: this kernel reports failure instead of running. */
-    x->inject_kfail = false;
-    ks->code = MD_GENERAL_FAILURE;
+    /* The fault plan's kernel_fail or device_lost: this kernel reports it instead of running. */
+    ks->code = x->inject;
+    x->inject = MD_NONE;
     snprintf(ks->message, sizeof ks->message, "%s", x->inject_msg);
     st = MD_NONE;
   } else {

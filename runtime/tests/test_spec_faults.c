@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "exec_int.h"
 #include "fault_fixture.h"
 
 static md_status exec_to_token(fx *f, md_token out, md_output_shape *sh, md_timing *tm) {
@@ -129,6 +130,49 @@ Test(faults, kernel_fail_on_an_async_execution_comes_back_from_wait_event) {
   mdt_release(&f.e, f.p);
   mdt_env_close(&f.e, 0);
 }
+
+/* SPEC 8.9 (v1.2): device_lost@N drawn by an execute_async is a loss during that execution:
+ * the call returns NONE and an event, its wait is DEVICE_UNAVAILABLE (no shapes, timing
+ * unmeasured), and the device is lost from then on (a later execute_async refuses at once). */
+static void device_lost_async(bool queued) {
+  if (queued) atomic_store(&md__async_inline_bytes, 0);   /* else it runs in the calling thread */
+  fx f;
+  fx_open(&f, "backend=sim;faults=device_lost@1");
+  md_token out = mdt_alloc(&f.e, f.p, true, 0, 2, D23);
+  mdt_request r;
+  mdt_req_init(&r);
+  mdt_req_in_data(&r, A, B23, 0, NULL);
+  mdt_req_in_data(&r, B, B23, 0, NULL);
+  mdt_req_out_token(&r, out, 0, NULL);
+  md_handle ev = 0;
+  cr_assert_eq(f.e.drv->execute_async(f.e.dev, f.e.client, f.p, mdt_req(&r), &ev), MD_NONE,
+               "the loss is the execution's, not the call's: %s", msg(&f));
+  cr_assert_neq(ev, 0);
+  md_output_shape sh[1];
+  md_timing tm;
+  memset(sh, 0xAB, sizeof sh);
+  cr_expect_eq(f.e.drv->wait_event(f.e.dev, f.e.client, ev, UINT64_MAX, sh, 1, &tm), MD_DEVICE_UNAVAILABLE);
+  cr_expect(strstr(msg(&f), "device_lost@1"), "%s", msg(&f));
+  cr_expect_eq(sh[0].rank, 0, "no shapes from a failed execution");
+  cr_expect_eq(tm.on_device_ns, UINT64_MAX);
+  cr_expect_eq(tm.in_driver_ns, UINT64_MAX);
+  md_handle ev2 = 0xdead;
+  cr_expect_eq(f.e.drv->execute_async(f.e.dev, f.e.client, f.p, mdt_req(&r), &ev2), MD_DEVICE_UNAVAILABLE,
+               "a device lost before the call refuses at once");
+  cr_expect_eq(ev2, 0, "no event");
+  mdt_req_fini(&r);
+  md_leak_report lr;
+  cr_expect_eq(f.e.drv->close_client(f.e.dev, f.e.client, &lr), MD_NONE);
+  /* A lost device refuses every call but the closes at its entry, the wait included: the event
+   * was never consumed, so the close counts it (as device_lost_while_an_async_...). */
+  cr_expect_eq(lr.events, 1, "the event the lost device never let anyone consume");
+  cr_expect_eq(lr.buffers, 1);
+  cr_expect_eq(lr.prepared_models, 1);
+  f.e.client = 0;
+  mdt_env_close(&f.e, 1);
+}
+Test(faults, device_lost_drawn_by_execute_async_comes_back_from_wait_event) { device_lost_async(false); }
+Test(faults, device_lost_drawn_by_a_queued_execute_async_comes_back_from_wait_event) { device_lost_async(true); }
 
 Test(faults, device_lost_refuses_every_later_call_but_close_and_close_releases_everything) {
   fx f;
