@@ -158,6 +158,19 @@ void mdc_fz_block_view(const fz_state *s0, const mdc_fz_prog *p, const fz_block 
 int mdc_fz_block_merge(fz_state *s, const mdc_fz_prog *p, const fz_block *b, const fz_state *lanes,
                        const md_status *got, char *why, size_t whylen);
 
+/* After block b ran (s: the state before it, lanes and got as for mdc_fz_block_merge), judges
+ * the leak report of each of its close_clients that returned NONE (reports[i] for call
+ * b->first + i) against what the lanes were told, whatever the interleaving: the objects of the
+ * client live before the block, less those a call of the block freed, released or consumed
+ * with a wait (before the close: a handle dies once), plus those a creation of the block made
+ * for it (NONE: live at the close; a refusal made nothing). Where a lane's status does not
+ * tell (an event a wait may have consumed with INVALID_ARGUMENT, an object an earlier block
+ * left maybe live) a count may lie in a range; bytes are judged when every counted buffer's
+ * size is known. Returns -1, or the index of the close_client whose report is wrong, with the
+ * difference in why. */
+int mdc_fz_block_leaks(const fz_state *s, const mdc_fz_prog *p, const fz_block *b, const fz_state *lanes,
+                       const md_status *got, const md_leak_report *reports, char *why, size_t whylen);
+
 /* Shared with the decoder: the call's client object (FZ_NOBODY when its client argument does
  * not name a client object), the model behind a prepared object (or NULL). */
 uint16_t mdc_fz_call_client(const mdc_fz_prog *p, const fz_call *k);

@@ -914,6 +914,9 @@ static void run_call(fz_runner *r, unsigned i, fz_state *st, uint8_t *scratch) {
     finding(r, (int)i, sname(got), pr->why, "returned %s; SPEC allows %s here", sname(got),
             mdc_fz_set_str(pr->set, set, sizeof set));
   }
+  if (mdc_calls[k->call].produces != MDC_OBJ_NONE && got == MD_NONE && !made)
+    finding(r, (int)i, "handle", "SPEC 1: 0 is never a valid handle",
+            "returned NONE and the handle 0 (a creation that succeeds gives a live handle)");
   if (mdc_calls[k->call].produces != MDC_OBJ_NONE && k->obj < FZ_MAX_OBJS) {
     r->vals[k->obj] = got == MD_NONE ? made : 0;
     r->ev_client[k->obj] = client;
@@ -989,6 +992,15 @@ static void run_block(fz_runner *r, const fz_block *b) {
   md_status got[FZ_MAX_CALLS];
   for (unsigned i = b->first; i < b->end; i++) got[i - b->first] = r->outs[i].ran ? r->outs[i].got : MD_INVALID_ARGUMENT;
   char why[256];
+  /* A close_client that raced its client's other calls: its report against what the lanes were
+   * told (each lane judged it only for what no other lane could change). */
+  md_leak_report leaks[FZ_MAX_CALLS];
+  for (unsigned i = b->first; i < b->end; i++) leaks[i - b->first] = r->outs[i].leaks;
+  int at;
+  if (!atomic_load(&r->stop) &&
+      (at = mdc_fz_block_leaks(&r->st, r->p, b, r->lanes, got, leaks, why, sizeof why)) >= 0)
+    finding(r, at, "leaks", "SPEC 5, 8.9, 8.10: close_client reports what the client left live, whatever raced it",
+            "racing calls of block %u: %s", (unsigned)(b - r->p->blocks), why);
   if (!atomic_load(&r->stop) && mdc_fz_block_merge(&r->st, r->p, b, r->lanes, got, why, sizeof why))
     finding(r, (int)b->end - 1, "race", why, "racing calls of block %u: %s", (unsigned)(b - r->p->blocks), why);
 }
