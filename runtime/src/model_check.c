@@ -171,6 +171,15 @@ static md_status check_operand(const md_model *m, uint32_t i, const uint64_t *po
     if (o->zero_point < lo || o->zero_point > hi)
       return md__fail(MD_INVALID_ARGUMENT, "operand %u: %s zero_point %d is outside [%d, %d]", i,
                       tn, (int)o->zero_point, (int)lo, (int)hi);
+  } else if (o->type == MD_TENSOR_INT32 && !MD_MUTANT(int32_scale_refused)) {
+    /* SPEC 7 (v1.2), as the NN HAL: a TENSOR_INT32 may carry a scale (a quantized
+     * FULLY_CONNECTED's bias: input scale x weights scale), with zero point 0. */
+    if (!(o->scale >= 0.0f) || !isfinite(o->scale))
+      return md__fail(MD_INVALID_ARGUMENT, "operand %u: %s scale must be finite and >= 0, got %g", i, tn,
+                      (double)o->scale);
+    if (o->zero_point != 0)
+      return md__fail(MD_INVALID_ARGUMENT, "operand %u: %s zero_point must be 0, got %d", i, tn,
+                      (int)o->zero_point);
   } else if (o->scale != 0.0f || o->zero_point != 0) {
     return md__fail(MD_INVALID_ARGUMENT,
                     "operand %u: %s is not quantized: scale and zero_point must be 0, got %g "
