@@ -199,6 +199,12 @@ static md_status check_arg(md__exec *x, const char *fn, const md_request_arg *a,
   if (!is_out && !known)
     return md__fail(MD_INVALID_ARGUMENT, "%s: input %u: dims %s are not fully known", fn, i,
                     md__dims_str(out->rank, out->dims, s1, sizeof s1));
+  /* SPEC 8.17 (v1.2): dims whose byte size does not fit 64 bits have no size (md__type_bytes
+   * saturates), so no length matches them; a saturated size taken for a large one made an
+   * output "short" and failed it at execution instead. */
+  if (known && bytes == UINT64_MAX && !MD_MUTANT(size_wrap_unchecked))
+    return md__fail(MD_INVALID_ARGUMENT, "%s: %s %u: dims %s have no byte size: it does not fit 64 bits", fn, io, i,
+                    md__dims_str(out->rank, out->dims, s1, sizeof s1));
   /* SPEC 8.1: an input's length is its byte size; an output's non-zero length may be short of
    * its fully known dims (OUTPUT_INSUFFICIENT_SIZE, decided at execution), never longer.
    * (Mutants output_/input_length_larger_accepted: a longer argument is taken for one that fits;

@@ -298,6 +298,11 @@ md_status md__copy_from(md_device *d, md_handle client, md_token token, const md
     goto fail;
   }
   uint64_t bytes = scalar ? md_operand_type_size(b->type) : md__type_bytes(b->type, crank, cdims);
+  if (bytes == UINT64_MAX) {   /* SPEC 8.17: no size, whatever src's */
+    st = md__fail(MD_INVALID_ARGUMENT, "copy_from: token " TOKFMT ": dims %s have no byte size: it does not fit 64 bits",
+                  TOK(token), md__dims_str(crank, cdims, a, sizeof a));
+    goto fail;
+  }
   if (bytes != src->size) {
     st = md__fail(MD_INVALID_ARGUMENT, "copy_from: token " TOKFMT ": src size %llu != %llu bytes of dims %s",
                   TOK(token), (unsigned long long)src->size, (unsigned long long)bytes,
