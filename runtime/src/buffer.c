@@ -85,9 +85,10 @@ md_status md__buffer_write_begin(md_device *d, md__buffer *b, uint64_t bytes, md
     md_status st = d->be->alloc(d->bk, bytes ? bytes : 1, &s->mem);
     if (st != MD_NONE) {
       free(s);
-      /* No device memory for a copy: take the pins of idle threads back (they keep nothing
-       * alive that a call needs) and try in place once more. */
-      unsigned dropped = held && attempt == 0 ? md__htable_unpin_idle(&d->ht, held) : 0;
+      /* No device memory for a copy: take the pins of idle threads back, every one of this
+       * device (they keep nothing alive that a call needs: this buffer's storage, or storage
+       * other buffers have moved on from) and try once more, in place or fresh. */
+      unsigned dropped = attempt == 0 ? md__htable_unpin_idle(&d->ht, NULL) : 0;
       md__storage_put(d, held);
       if (dropped) continue;
       return md__fail(st, "cannot allocate %llu bytes of device memory", (unsigned long long)bytes);

@@ -414,15 +414,17 @@ void md__handle_unpin_mine(md__htable *t, md_handle h) {
 unsigned md__htable_unpin_idle(md__htable *t, const void *pin) {
   unsigned dropped = 0;
   uint32_t n = atomic_load_explicit(&n_caches, memory_order_acquire);
-  for (uint32_t c = 0; pin && c < n; c++) {
+  for (uint32_t c = 0; c < n; c++) {
     refcache *rc = &caches[c];
     for (unsigned i = 0; i < MD__RC_SLOTS; i++) {
       uintptr_t v = atomic_load(&rc->slot[i]);
       if (!v || (v & RC_FLAGS) || !atomic_compare_exchange_strong(&rc->slot[i], &v, v | RC_HELD)) continue;
+      /* HELD: the owner cannot refill the slot, so its table and pin stay what they are. */
       void *p = rc->pin[i];
-      if (p == pin) rc->pin[i] = NULL;
+      bool take = p && (pin ? p == pin : rc->table[i] == t);
+      if (take) rc->pin[i] = NULL;
       atomic_store(&rc->slot[i], v);
-      if (p == pin) {
+      if (take) {
         if (t->unpin) t->unpin(t->ctx, p);
         dropped++;
       }

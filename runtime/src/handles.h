@@ -139,9 +139,10 @@ void md__handle_unuse(md__htable *t, md__use *u);
 void **md__use_pin(md__use *u);
 /* Drops the pin the calling thread's cache keeps with handle h of t, if any (its slot idle). */
 void md__handle_unpin_mine(md__htable *t, md_handle h);
-/* Drops every pin equal to `pin` in the idle slots of every thread's cache (a write that found
- * the object's storage held and had no memory for fresh storage). Returns how many. Pins of
- * busy slots (a call in flight uses them) stay. */
+/* Drops every pin equal to `pin` in the idle slots of every thread's cache, or, for pin NULL,
+ * every pin of t's entries there (device memory ran out: what idle threads keep alive no call
+ * needs, SPEC 8.3 and 6). Returns how many. Pins of busy slots (a call in flight uses them)
+ * stay. */
 unsigned md__htable_unpin_idle(md__htable *t, const void *pin);
 
 /* Why h is not a live handle of `kind`, as a static phrase for messages ("was already

@@ -133,6 +133,10 @@ static md_status buffer_storage(md_device *d, md__buffer *b, uint32_t rank, cons
   md_status st = MD_MUTANT(fault_counts_refused_calls) ? MD_NONE : md__fault_point(d, MD_FAULT_ALLOCATE, "allocate");
   if (st != MD_NONE || !bytes) return st;
   st = d->be->alloc(d->bk, bytes, &b->first.mem);
+  /* Out of device memory: storage that only idle threads' cached pins keep alive (buffers
+   * that moved on to fresh storage) is not in use; take it back and try once more. */
+  if (st == MD_RESOURCE_EXHAUSTED_TRANSIENT && md__htable_unpin_idle(&d->ht, NULL))
+    st = d->be->alloc(d->bk, bytes, &b->first.mem);
   if (st != MD_NONE) return md__fail(st, "allocate: cannot allocate %llu bytes of device memory", (unsigned long long)bytes);
   b->first.capacity = bytes;
   b->st = &b->first;
