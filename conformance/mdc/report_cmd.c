@@ -59,7 +59,8 @@ int mdc_cli__cmd_report(int argc, char **argv) {
   long v;
   optind = 1;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
+  /* Options and the two runs of --compare in any order (GNU getopt permutes them). */
+  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
     switch (c) {
       case 'd': o.db = optarg; break;
       case 'r': o.run = optarg; break;
