@@ -126,7 +126,7 @@ static int write_replay(mdc_store *s, const mdc_fixture_opts *o, uint32_t r, uin
     snprintf(path, sizeof path, "conformance/traces/%s.jsonl", name);
     CHECK(mdc_store_case_begin(s, *run_id, name, path, &c));
     cases++;
-    /* The newest run stopped on its last case: it stays Running. */
+    /* The newest run stopped on its last case: it stays Running (killed) or becomes Interrupted. */
     if (last && o->last_state && i == o->cases - 1) break;
     double base = personality(o->seed, i, o->cases) == P_SLOW ? 0.8 + 4 * unit(o->seed, i, 999) : 0.004 + 0.03 * unit(o->seed, i, 998);
     mdc_case_result res = {.status = oc.status, .duration_s = base * (0.85 + 0.3 * unit(o->seed + 1, i, r))};

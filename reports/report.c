@@ -44,7 +44,7 @@ int rp_verdict_class(const char *st) {
   switch (mdc_store_status_parse(st)) {
     case MDC_CS_PASS: case MDC_CS_FLAKE: case MDC_CS_UNEXPECTED_PASS: return 1;
     case MDC_CS_FAIL: case MDC_CS_CRASH: case MDC_CS_TIMEOUT: case MDC_CS_TRACE_ERROR:
-    case MDC_CS_EXPECTED_FAIL: case MDC_CS_WARN: case MDC_CS_RUNNING: return -1;
+    case MDC_CS_EXPECTED_FAIL: case MDC_CS_WARN: case MDC_CS_RUNNING: case MDC_CS_INTERRUPTED: return -1;
     default: return 0;
   }
 }
@@ -427,7 +427,8 @@ static int on_pair(void *ctx, const mdc_case_row *cur, const char *bs, const mdc
     }
     if (r->junit) rp_junit_case(r, r->junit, cur);
     if (st == MDC_CS_FLAKE && rp_list_add(&r->flaky, r->max_rows, cur, bs, base)) return -1;
-    if (st == MDC_CS_RUNNING && rp_list_add(&r->running, r->max_rows, cur, bs, base)) return -1;
+    if ((st == MDC_CS_RUNNING || st == MDC_CS_INTERRUPTED) && rp_list_add(&r->running, r->max_rows, cur, bs, base))
+      return -1;
   }
   if (r->base.kind == RP_BASE_NONE) return 0;
   int cat = rp_classify(bs, cur ? cur->status : NULL);

@@ -50,7 +50,7 @@ static const char css[] =
   ".s-Pass{background:var(--pass)}.s-Fail{background:var(--fail)}.s-Crash{background:var(--crash)}"
   ".s-Timeout{background:var(--timeout)}.s-NotSupported{background:var(--ns)}"
   ".s-ExpectedFail{background:var(--xf)}.s-Warn{background:var(--xf)}.s-UnexpectedPass{background:var(--up)}"
-  ".s-Flake{background:var(--flake)}.s-TraceError{background:var(--te)}.s-Running{background:var(--run)}"
+  ".s-Flake{background:var(--flake)}.s-TraceError{background:var(--te)}.s-Running{background:var(--run)}.s-Interrupted{background:var(--run)}"
   ".s-none{background:#bbb}\n"
   "code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}\n"
   "td{overflow-wrap:break-word}td:first-child{min-width:16em;max-width:34em}\n"
@@ -171,7 +171,7 @@ static void totals(rp_report *r, FILE *f) {
   fprintf(f, "<section id=\"totals\">\n<h2>Totals</h2>\n<div class=\"chips\">\n");
   for (int i = 0; i < MDC_CS_COUNT; i++) {
     const char *n = mdc_store_status_name((mdc_case_status)i);
-    if (i == MDC_CS_RUNNING && !r->counts[i]) continue;
+    if ((i == MDC_CS_RUNNING || i == MDC_CS_INTERRUPTED) && !r->counts[i]) continue;
     fprintf(f, "<div class=\"chip s-%s%s\">%s<b>%u</b></div>\n", n, r->counts[i] ? "" : " zero", n, r->counts[i]);
   }
   fprintf(f, "</div>\n<p>");

@@ -115,7 +115,7 @@ static uint32_t sum(const uint32_t *c, const int *which, size_t n) {
 }
 
 static const int junit_failures[] = {MDC_CS_FAIL, MDC_CS_UNEXPECTED_PASS};
-static const int junit_errors[] = {MDC_CS_CRASH, MDC_CS_TIMEOUT, MDC_CS_TRACE_ERROR, MDC_CS_RUNNING};
+static const int junit_errors[] = {MDC_CS_CRASH, MDC_CS_TIMEOUT, MDC_CS_TRACE_ERROR, MDC_CS_RUNNING, MDC_CS_INTERRUPTED};
 static const int junit_skipped[] = {MDC_CS_NOT_SUPPORTED, MDC_CS_EXPECTED_FAIL, MDC_CS_WARN};
 #define N_OF(a) (sizeof a / sizeof a[0])
 
@@ -218,8 +218,9 @@ void rp_junit_case(rp_report *r, FILE *f, const mdc_case_row *c) {
   } else if (elem) {
     fprintf(f, ">\n      <%s message=\"", elem);
     xml_attr(f, c->message && c->message[0] ? c->message
-                : st == MDC_CS_RUNNING ? "interrupted: the run ended while this case was running"
-                                       : c->status, 500);
+                : st == MDC_CS_RUNNING ? "never ended: the run was killed while this case was running"
+                : st == MDC_CS_INTERRUPTED ? "interrupted: a signal stopped the run while this case was running"
+                                           : c->status, 500);
     fprintf(f, "\" type=\"%s\">", st == MDC_CS_RUNNING ? "Interrupted" : c->status);
     details_text(f, c);
     fprintf(f, "</%s>\n    </testcase>\n", elem);
@@ -311,7 +312,7 @@ int rp_write_summary(rp_report *r, FILE *f) {
   /* Everything the first line does not name: not supported, known failures, trace errors,
    * unexpected passes, interrupted. */
   uint32_t other = k[MDC_CS_NOT_SUPPORTED] + k[MDC_CS_EXPECTED_FAIL] + k[MDC_CS_TRACE_ERROR] +
-                   k[MDC_CS_UNEXPECTED_PASS] + k[MDC_CS_WARN] + k[MDC_CS_RUNNING];
+                   k[MDC_CS_UNEXPECTED_PASS] + k[MDC_CS_WARN] + k[MDC_CS_RUNNING] + k[MDC_CS_INTERRUPTED];
   /* New fuzz findings: signatures first seen after the baseline run began (all without one). */
   findings fs = {0};
   if (mdc_store_fuzz_findings_each(r->store, 0, 0, add_finding, &fs) < 0 || fs.oom) {

@@ -24,7 +24,12 @@
 #define BUSY_TIMEOUT_MS 5000
 #define NOW MDC_STORE__NOW
 
-#define X(e, s, u) "'" s "', "
+/* The status CHECK of each version, frozen: a version's step writes what that version wrote,
+ * whatever the map (mdc/store.h) holds now. v1's list is v2's (the v2 step rebuilds cases
+ * anyway); v3 adds Interrupted. */
+#define STATUSES_V2 "'Pass', 'Fail', 'Crash', 'Timeout', 'NotSupported', 'ExpectedFail', " \
+                    "'UnexpectedPass', 'Flake', 'TraceError', 'Warn', 'Running'"
+#define STATUSES_V3 STATUSES_V2 ", 'Interrupted'"
 static const char schema_v1[] =
   "CREATE TABLE runs (\n"
   "  id             INTEGER PRIMARY KEY,\n"
@@ -56,8 +61,7 @@ static const char schema_v1[] =
   "  name       TEXT NOT NULL,\n"
   "  path       TEXT,\n"
   "  status     TEXT NOT NULL DEFAULT 'Running'\n"
-  /* The v1 list: every status but Running (which the map puts last), then Running. */
-  "             CHECK (status IN (" MDC_STORE_STATUS_MAP(X) "'Running')),\n"
+  "             CHECK (status IN (" STATUSES_V2 ")),\n"
   "  started_at TEXT NOT NULL,\n"
   "  ended_at   TEXT,\n"
   "  duration_s REAL,\n"
@@ -82,7 +86,7 @@ static const char schema_v2[] =
   "  name       TEXT NOT NULL,\n"
   "  path       TEXT,\n"
   "  status     TEXT NOT NULL DEFAULT 'Running'\n"
-  "             CHECK (status IN (" MDC_STORE_STATUS_MAP(X) "'Running')),\n"
+  "             CHECK (status IN (" STATUSES_V2 ")),\n"
   "  started_at TEXT NOT NULL,\n"
   "  ended_at   TEXT,\n"
   "  duration_s REAL,\n"
@@ -144,13 +148,46 @@ static const char schema_v2[] =
   "  trace      TEXT,\n"
   "  UNIQUE (run_id, signature)\n"
   ") STRICT;\n";
-#undef X
+
+/* Version 3: the status Interrupted, a case that was running when its run was stopped by a
+ * signal (it was left Running, like one whose run never ended). cases is rebuilt for its CHECK,
+ * as v2 did; no column changes; the Running cases of interrupted runs become Interrupted. */
+static const char schema_v3[] =
+  "CREATE TABLE cases_v3 (\n"
+  "  id         INTEGER PRIMARY KEY,\n"
+  "  run_id     INTEGER NOT NULL REFERENCES runs(id),\n"
+  "  name       TEXT NOT NULL,\n"
+  "  path       TEXT,\n"
+  "  status     TEXT NOT NULL DEFAULT 'Running'\n"
+  "             CHECK (status IN (" STATUSES_V3 ")),\n"
+  "  started_at TEXT NOT NULL,\n"
+  "  ended_at   TEXT,\n"
+  "  duration_s REAL,\n"
+  "  line       INTEGER,\n"
+  "  message    TEXT,\n"
+  "  expected   TEXT,\n"
+  "  actual     TEXT,\n"
+  "  event      TEXT,\n"
+  "  rule       TEXT,\n"
+  "  driver_message TEXT,\n"
+  "  advisory   TEXT,\n"
+  "  details    TEXT CHECK (details IS NULL OR json_valid(details))\n"
+  ") STRICT;\n"
+  "INSERT INTO cases_v3 SELECT id, run_id, name, path, status, started_at, ended_at, duration_s, line,\n"
+  "  message, expected, actual, event, rule, driver_message, advisory, details FROM cases;\n"
+  "DROP TABLE cases;\n"
+  "ALTER TABLE cases_v3 RENAME TO cases;\n"
+  "CREATE INDEX cases_by_run ON cases(run_id, name, status);\n"
+  /* What v2 left Running in a run that ended interrupted was interrupted: say so, ended when
+   * its run ended. A run that never ended (killed) keeps its Running case. */
+  "UPDATE cases SET status = 'Interrupted', ended_at = (SELECT ended_at FROM runs WHERE runs.id = cases.run_id)\n"
+  "  WHERE status = 'Running' AND run_id IN (SELECT id FROM runs WHERE interrupted = 1 AND ended_at IS NOT NULL);\n";
 
 /* upgrade[v] takes a database from schema version v to v + 1; version 0 is an empty database,
  * so a new file runs every step and ends exactly like an upgraded one. A future version N adds
  * upgrade[N - 1] (ALTER TABLE ..., or a table rebuild) and bumps MDC_STORE_SCHEMA_VERSION;
  * older files are upgraded in one transaction when opened for writing. */
-static const char *const upgrade[MDC_STORE_SCHEMA_VERSION] = {schema_v1, schema_v2};
+static const char *const upgrade[MDC_STORE_SCHEMA_VERSION] = {schema_v1, schema_v2, schema_v3};
 
 #define X(e, s, u) s,
 static const char *const statuses[] = {MDC_STORE_STATUS_MAP(X)};
@@ -341,6 +378,9 @@ static int prepare_writes(mdc_store *s) {
          prepare(s, &s->run_end,
                  "UPDATE runs SET ended_at = " NOW ", cases = ?2, passed = ?3, failed = ?4, "
                  "crashed = ?5, timed_out = ?6, unexpected = ?7, interrupted = ?8 WHERE id = ?1") ||
+         prepare(s, &s->case_interrupt,
+                 "UPDATE cases SET status = 'Interrupted', ended_at = " NOW " "
+                 "WHERE run_id = ?1 AND status = 'Running'") ||
          prepare(s, &s->case_insert,
                  "INSERT INTO cases (run_id, name, path, status, started_at) "
                  "VALUES (?1, ?2, ?3, 'Running', " NOW ")") ||
@@ -579,7 +619,7 @@ void mdc_store_close(mdc_store *s) {
   if (s->in_batch) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
   sqlite3_stmt *const sts[] = {s->run_insert, s->run_end,  s->case_insert,  s->case_end,
                                s->count,      s->list_runs, s->case_get,    s->campaign_put,
-                               s->stat_put,   s->finding_put};
+                               s->stat_put,   s->finding_put, s->case_interrupt};
   for (size_t i = 0; i < sizeof sts / sizeof sts[0]; i++) sqlite3_finalize(sts[i]);
   sqlite3_close(s->db);
   free(s->row);
@@ -658,6 +698,8 @@ static int step_write(mdc_store *s, sqlite3_stmt *st, const char *what) {
 }
 
 /* Inserts and commits the run row; on failure nothing is written (store.h). */
+static int run_finish(mdc_store *s, int64_t run_id, const mdc_run_summary *sum);
+
 int mdc_store_run_begin(mdc_store *s, const mdc_run_info *ri, int64_t *run_id, char uuid[37]) {
   if (!s) return -1;
   if (writable(s, "run_begin")) return -1;
@@ -701,11 +743,28 @@ int mdc_store_run_begin(mdc_store *s, const mdc_run_info *ri, int64_t *run_id, c
   return 0;
 }
 
-/* Sets ended_at, the counts and interrupted in one statement; -1 (no change) for no such run. */
+/* Sets ended_at, the counts and interrupted, and for an interrupted run turns its Running cases
+ * into Interrupted, all or nothing (a savepoint, or the open batch); -1 (no change) for no such
+ * run. */
 int mdc_store_run_finish(mdc_store *s, int64_t run_id, const mdc_run_summary *sum) {
   if (!s) return -1;
   if (writable(s, "run_end")) return -1;
   if (!sum) return fail(s, "run_end: run %" PRId64 ": no summary given", run_id);
+  int own = !s->in_batch;
+  if (own && exec(s, s->db, "SAVEPOINT run_end", "run_end: cannot start the transaction") != 0) return -1;
+  int rc = run_finish(s, run_id, sum);
+  if (!own) return rc;
+  if (rc == 0 && exec(s, s->db, "RELEASE run_end", "run_end: cannot commit") == 0) return 0;
+  sqlite3_exec(s->db, "ROLLBACK TO run_end; RELEASE run_end", NULL, NULL, NULL);
+  return -1;
+}
+
+static int run_finish(mdc_store *s, int64_t run_id, const mdc_run_summary *sum) {
+  if (sum->interrupted) {
+    sqlite3_stmt *ci = s->case_interrupt;
+    sqlite3_bind_int64(ci, 1, run_id);
+    if (step_write(s, ci, "run_end: cannot mark the running cases interrupted") != 0) return -1;
+  }
   sqlite3_stmt *st = s->run_end;
   sqlite3_bind_int64(st, 1, run_id);
   sqlite3_bind_int64(st, 2, sum->cases);

@@ -37,7 +37,7 @@ struct mdc_store {
   char *path;
   int version;      /* of the file; < MDC_STORE_SCHEMA_VERSION only when read-only */
   int readonly, in_batch;
-  sqlite3_stmt *run_insert, *run_end, *case_insert, *case_end, *count, *list_runs, *case_get;
+  sqlite3_stmt *run_insert, *run_end, *case_interrupt, *case_insert, *case_end, *count, *list_runs, *case_get;
   sqlite3_stmt *campaign_put, *stat_put, *finding_put;
   char *row;        /* mdc_case_row strings of case_get */
   size_t row_cap;

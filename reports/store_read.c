@@ -215,7 +215,7 @@ int mdc_store_cases_open(mdc_store *s, const mdc_case_query *q, mdc_case_iter **
   static const char *const order[] = {
     "id", "name, status, id", "duration_s DESC, name, id",
     "CASE status WHEN 'Crash' THEN 0 WHEN 'Timeout' THEN 1 WHEN 'Fail' THEN 2 WHEN 'TraceError' THEN 3 "
-    "WHEN 'UnexpectedPass' THEN 4 WHEN 'Running' THEN 5 WHEN 'Flake' THEN 6 WHEN 'Warn' THEN 7 "
+    "WHEN 'UnexpectedPass' THEN 4 WHEN 'Running' THEN 5 WHEN 'Interrupted' THEN 5 WHEN 'Flake' THEN 6 WHEN 'Warn' THEN 7 "
     "WHEN 'ExpectedFail' THEN 8 WHEN 'NotSupported' THEN 9 ELSE 10 END, name, id"};
   if ((unsigned)q->order > MDC_CASES_WORST_FIRST) return fail(s, "cases: unknown order %d", (int)q->order);
   char sql[1024];
@@ -223,7 +223,7 @@ int mdc_store_cases_open(mdc_store *s, const mdc_case_query *q, mdc_case_iter **
            q->light ? "name, NULL, status, NULL, NULL, 0.0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
            : s->version >= 2 ? MDC_STORE__CASE_COLS : MDC_STORE__CASE_COLS_V1_AS,
            q->not_passing ? " AND status <> 'Pass'" : "",
-           q->order == MDC_CASES_SLOWEST ? " AND status <> 'Running'" : "", order[q->order]);
+           q->order == MDC_CASES_SLOWEST ? " AND status NOT IN ('Running', 'Interrupted')" : "", order[q->order]);
   mdc_case_iter *c = calloc(1, sizeof *c);
   if (!c) return fail(s, "cases: out of memory");
   c->s = s;

@@ -158,7 +158,7 @@ typedef struct mdc_cli__run {
   double duration_s;
   int interrupted_by;      /* the signal (SIGINT, SIGTERM) that stopped the run early, or 0; the
                               caller raises it again when it has closed what it holds */
-  size_t stopped_running;  /* cases killed by the stop (left Running in the store) */
+  size_t stopped_running;  /* cases killed by the stop (Interrupted in the store) */
   char uuid[37];
   char driver_name[64], driver_version[64], backend[32], device[64];
 } mdc_cli__run;

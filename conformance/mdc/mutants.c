@@ -252,7 +252,7 @@ static int begin_store(mutants_cmd *m) {
 }
 
 /* Replays the corpus against one mutant and fills its killed_by. 0, or the signal that stopped
- * the replay (its case stays Running, the run is interrupted). */
+ * the replay (its case is Interrupted, the run interrupted). */
 static int replay_mutant(mutants_cmd *m, mutant *mu, const char *so) {
   mu->built = 1;
   mdc_cli__replay_opts mo = m->o;

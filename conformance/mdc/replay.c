@@ -238,7 +238,7 @@ static void summary(FILE *f, const mdc_cli__replay_opts *o, const mdc_cli__run *
     }
   }
   if (run->interrupted_by)
-    fprintf(f, "\nINTERRUPTED by SIG%s: %zu running case%s killed and left Running in the store; cases not "
+    fprintf(f, "\nINTERRUPTED by SIG%s: %zu running case%s killed and marked Interrupted in the store; cases not "
                "started are not counted\n", sigabbrev_np(run->interrupted_by) ? sigabbrev_np(run->interrupted_by) : "?",
             run->stopped_running, run->stopped_running == 1 ? "" : "s");
   fprintf(f, "\n%s: %u unexpected\n", run->unexpected ? "FAILED" : "OK", run->unexpected);

@@ -42,9 +42,9 @@ Test(store_v2, a_v1_file_is_upgraded_in_place_once_and_keeps_every_row) {
   const char *p = st_path(0, "old.db");
   make_v1(p);
   mdc_store *s = st_open(p);
-  cr_expect_eq(mdc_store_version(s), 2);
+  cr_expect_eq(mdc_store_version(s), MDC_STORE_SCHEMA_VERSION, "upgraded through every version");
   mdc_store_close(s);
-  cr_expect_eq(st_int(p, "PRAGMA user_version"), 2);
+  cr_expect_eq(st_int(p, "PRAGMA user_version"), MDC_STORE_SCHEMA_VERSION);
   cr_expect_str_eq(st_text(p, "SELECT group_concat(name || ':' || status, ' ') FROM cases"),
                    "domains/a:Pass tokens/b:Fail");
   cr_expect_eq(st_int(p, "SELECT interrupted FROM runs"), 0, "the new column has its default");
@@ -102,7 +102,11 @@ Test(store_v2, run_finish_marks_interrupted_and_run_end_does_not) {
   mdc_store_run_row_free(&r);
   mdc_store_close(s);
   cr_expect_str_eq(st_text(p, "SELECT group_concat(interrupted) FROM (SELECT * FROM runs ORDER BY id)"), "1,0");
-  cr_expect_eq(st_int(p, "SELECT count(*) FROM cases WHERE status = 'Running'"), 1, "its case stays Running");
+  /* v3: the interrupted run's case that never ended is Interrupted (with an end time); the
+   * finished run has none. */
+  cr_expect_eq(st_int(p, "SELECT count(*) FROM cases WHERE status = 'Running'"), 0, "no case stays Running");
+  cr_expect_eq(st_int(p, "SELECT count(*) FROM cases WHERE status = 'Interrupted' AND ended_at IS NOT NULL "
+                         "AND run_id = (SELECT id FROM runs WHERE interrupted = 1)"), 1, "its case is Interrupted");
 }
 
 Test(store_v2, case_finish_writes_every_v2_column_and_refuses_bad_json) {

@@ -15,22 +15,24 @@
 extern "C" {
 #endif
 
-#define MDC_STORE_SCHEMA_VERSION 2
+#define MDC_STORE_SCHEMA_VERSION 3
 
 /* Returned (instead of -1) by the functions that say so: the file, run or row asked for is not
  * there. The message is in the error buffer as for -1. */
 #define MDC_STORE_NOT_FOUND (-2)
 
 /* X(enum suffix, name, unexpected): the one table of case statuses, in the order of the
- * schema's CHECK; Running last (a case that has begun and not ended). `unexpected`: whether a
- * case ending so makes a run fail (mdc's exit status 1, the report's "unexpected" count);
- * Running counts, since a case left Running is one that was interrupted. The harness (mdc_int.h)
+ * schema's CHECK; then Running (a case that has begun and not ended: its run was killed, or is
+ * still going) and Interrupted (schema v3: a case that was running when a signal stopped its
+ * run; mdc_store_run_finish of an interrupted run turns its Running cases into it).
+ * `unexpected`: whether a case ending so makes a run fail (mdc's exit status 1, the report's
+ * "unexpected" count); Running and Interrupted count, a case that never ended. The harness (mdc_int.h)
  * and the reports take their statuses from here. */
 #define MDC_STORE_STATUS_MAP(X)                                                                  \
   X(PASS, "Pass", 0) X(FAIL, "Fail", 1) X(CRASH, "Crash", 1) X(TIMEOUT, "Timeout", 1)            \
   X(NOT_SUPPORTED, "NotSupported", 0) X(EXPECTED_FAIL, "ExpectedFail", 0)                        \
   X(UNEXPECTED_PASS, "UnexpectedPass", 1) X(FLAKE, "Flake", 0) X(TRACE_ERROR, "TraceError", 1)   \
-  X(WARN, "Warn", 0) X(RUNNING, "Running", 1)
+  X(WARN, "Warn", 0) X(RUNNING, "Running", 1) X(INTERRUPTED, "Interrupted", 1)
 
 typedef enum mdc_case_status {
 #define X(e, n, u) MDC_CS_##e,
@@ -94,8 +96,9 @@ typedef struct mdc_run_summary {
   uint32_t cases, passed, failed, crashed, timed_out, unexpected;
   int interrupted;       /* 1: the harness stopped the run early on a signal */
 } mdc_run_summary;
-/* mdc_store_run_end with the interrupted flag: sets ended_at, the counts and interrupted. A run
- * that was killed outright never gets here (ended_at stays NULL). */
+/* mdc_store_run_end with the interrupted flag: sets ended_at, the counts and interrupted, and for
+ * an interrupted run turns the cases still Running into Interrupted, all in one transaction. A
+ * run that was killed outright never gets here (ended_at stays NULL, its case stays Running). */
 int mdc_store_run_finish(mdc_store *s, int64_t run_id, const mdc_run_summary *sum);
 
 /* Inserts a case row with status 'Running' and commits it. */
@@ -245,7 +248,8 @@ typedef enum mdc_case_order {
   MDC_CASES_BY_NAME,           /* name (then status, id: the index order, no sort): two runs walked
                                   side by side pair by name */
   MDC_CASES_SLOWEST,           /* finished cases by duration, longest first */
-  MDC_CASES_WORST_FIRST        /* Crash, Timeout, Fail, TraceError, UnexpectedPass, Running, Flake,
+  MDC_CASES_WORST_FIRST        /* Crash, Timeout, Fail, TraceError, UnexpectedPass, Running and
+                                  Interrupted, Flake,
                                   Warn, ExpectedFail, NotSupported, Pass; by name within each */
 } mdc_case_order;
 typedef struct mdc_case_query {
