@@ -11,7 +11,7 @@ CTEST_FLAGS  ?= --output-on-failure -j $(JOBS)
 # A comma inside $(call ...) arguments: written $(comma), or it splits the argument.
 comma := ,
 
-.PHONY: all deps build run test test-main test-asan test-tsan build-bench test-browser bench fuzz-build clean
+.PHONY: all deps build run test test-main test-asan test-tsan build-bench test-browser bench fuzz-build soak clean
 
 all: build
 
@@ -74,6 +74,20 @@ build-bench: deps
 
 bench: build-bench
 	$(BUILD_BENCH)/bench/md_bench
+
+# The long soak (docs/testing.md, "The soak"): md_soak under ASan+UBSan (a use-after-free or a
+# leak is what a soak finds, and a plain build survives one silently) for SOAK_SECONDS of racing
+# threads with a new seed each run (printed, and in every failure line), then 1,000 open/close
+# cycles. Not part of `make test`, whose short runs have fixed seeds.
+SOAK_SECONDS ?= 300
+SOAK_SEED    ?= $(shell date +%s)
+SOAK_ARGS    ?=
+soak: deps
+	$(call configure,$(BUILD_ASAN),-DCMAKE_BUILD_TYPE=Debug -DMD_SANITIZE=address$(comma)undefined -DMD_BUILD_BENCH=OFF)
+	cmake --build $(BUILD_ASAN) -j $(JOBS) --target md_soak
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  $(BUILD_ASAN)/runtime/tests/stress/md_soak --seconds $(SOAK_SECONDS) --seed $(SOAK_SEED) \
+	  --threads 8 --clients 2 --cycles 1000 $(SOAK_ARGS)
 
 # The fuzz targets (docs/fuzzing.md), after the main build (mdc, md_fuzz_replay and the seeds live
 # there): AFL++ persistent shared-memory mode with UBSan ($(BUILD_FUZZ): the main instance), the
