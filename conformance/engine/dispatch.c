@@ -83,8 +83,33 @@ void mdc__close_leftovers(mdc__run *r) {
 }
 
 /* ---- requires: judged once, after the first device opens ---- */
+
+/* Whether the trace needs any capability: listed in `requires`, or inferred (a 1.0 trace). */
+static int needs_any(const mdc__run *r) { return r->hdr.requires[0] || r->n_inferred; }
+
+/* Whether the driver has capability cap: 1 yes, 0 no, -1 a capability this reader does not know
+ * at the trace's minor (registered_pools is 1.1's). */
+static int cap_met(const mdc__run *r, const md_capabilities *caps, const char *cap) {
+  if (strcmp(cap, "sim") == 0) return strcmp(caps->backend, "sim") == 0;
+  if (strcmp(cap, "memory_domains") == 0) return caps->supports_memory_domains != 0;
+  if (strcmp(cap, "registered_pools") == 0 && r->hdr.minor >= 1)
+    return MD_DRIVER_HAS(r->drv, register_memory) && MD_DRIVER_HAS(r->drv, unregister_memory);
+  return -1;
+}
+
+/* Records NotSupported for cap (inferred from the event at line `inferred`, or listed: 0). */
+static int not_supported(mdc__run *r, mdc__where *w, const char *cap, const char *backend, uint32_t inferred) {
+  char msg[512], why[160] = "";
+  if (inferred)
+    snprintf(why, sizeof why, " (inferred from line %u: a 1.0 trace need not list it)", inferred);
+  snprintf(msg, sizeof msg, "%s:%u: %s: requires '%s'%s, which this driver does not have", w->path,
+           w->line, w->op, cap, why);
+  mdc__record(r, MDC_NOT_SUPPORTED, w, msg, cap, backend);
+  return 1;
+}
+
 static int check_requires(mdc__run *r, mdc__where *w, md_device *dev) {
-  if (!r->hdr.requires[0]) return 0;
+  if (!needs_any(r)) return 0;
   md_capabilities caps;
   memset(&caps, 0, sizeof caps);
   caps.struct_size = sizeof caps;
@@ -96,23 +121,17 @@ static int check_requires(mdc__run *r, mdc__where *w, md_device *dev) {
   char req[sizeof r->hdr.requires];
   snprintf(req, sizeof req, "%s", r->hdr.requires);
   for (char *save = NULL, *tok = strtok_r(req, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    int met;
-    if (strcmp(tok, "sim") == 0) met = strcmp(caps.backend, "sim") == 0;
-    else if (strcmp(tok, "memory_domains") == 0) met = caps.supports_memory_domains != 0;
-    else if (strcmp(tok, "registered_pools") == 0)
-      met = MD_DRIVER_HAS(r->drv, register_memory) && MD_DRIVER_HAS(r->drv, unregister_memory);
-    else if (r->strict) {
+    int met = cap_met(r, &caps, tok);
+    if (met < 0 && r->strict) {
       w->op = "header";
-      return mdc__terr(w, "requires: unknown capability '%s' (sim, memory_domains, registered_pools)", tok);
-    } else met = 0; /* a newer minor's capability this mdc cannot check */
-    if (!met) {
-      char msg[512];
-      snprintf(msg, sizeof msg, "%s:%u: %s: requires '%s', which this driver does not have", w->path,
-               w->line, w->op, tok);
-      mdc__record(r, MDC_NOT_SUPPORTED, w, msg, tok, caps.backend);
-      return 1;
+      return mdc__terr(w, "requires: unknown capability '%s' (sim, memory_domains%s)", tok,
+                       r->hdr.minor >= 1 ? ", registered_pools" : "; registered_pools is trace format 1.1");
     }
+    if (met <= 0) return not_supported(r, w, tok, caps.backend, 0); /* < 0: a newer minor's, not checkable */
   }
+  for (int i = 0; i < r->n_inferred; i++)
+    if (cap_met(r, &caps, r->inferred[i].cap) <= 0)
+      return not_supported(r, w, r->inferred[i].cap, caps.backend, r->inferred[i].line);
   return 0;
 }
 
@@ -160,7 +179,7 @@ static int h_open_device(call_ctx *c) {
       return mdc__terr(w, "out of memory");
     }
   }
-  if (st != MD_NONE && !mdc__expect_allows(c->e, st) && r->hdr.requires[0] && !r->requires_checked) {
+  if (st != MD_NONE && !mdc__expect_allows(c->e, st) && needs_any(r) && !r->requires_checked) {
     /* A Fail is coming, and the trace's requires are not judged yet (no device opened): judge
      * them on a device opened with the replay's config alone, so a driver that refuses what
      * the trace needs (a `sim` trace's faults=) gets NotSupported, not Fail. */

@@ -218,6 +218,14 @@ typedef struct mdc__run {
   size_t n_clients, cap_clients;
   int opened_device;     /* the first open_device (which gets --config) happened */
   int requires_checked;
+  /* What a trace below MDC__MINOR_DECLARES needs without listing it, inferred from what it does
+   * (replay.c) and judged with its `requires` (dispatch.c): the capability and the line that
+   * needs it. */
+  struct {
+    const char *cap;
+    uint32_t line;
+  } inferred[2];
+  int n_inferred;
   int in_block;          /* a concurrent block runs: omitted client/device are the snapshot's */
   size_t blk_nclients, blk_ndevs;
   uint64_t blk_client;
@@ -229,6 +237,11 @@ typedef struct mdc__run {
   atomic_uint skipped;   /* events whose `when` did not hold */
   char advisory[512];    /* message expectations that did not match (SPEC 8.11), "; "-joined */
 } mdc__run;
+
+/* The trace format minor from which a trace lists in `requires` every capability it uses (an
+ * allocate that may succeed: memory_domains; register_memory: registered_pools), a trace error
+ * otherwise. A trace of an earlier minor reads with that minor's rules: its needs are inferred. */
+#define MDC__MINOR_DECLARES 1
 
 /* replay.c */
 /* Records the first verdict other than Pass (a trace error replaces an earlier Fail) for the

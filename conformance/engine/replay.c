@@ -96,6 +96,13 @@ static int requires_has(const mdc__run *r, const char *cap) {
   return 0;
 }
 
+/* Whether the event allocates a driver-managed buffer that may be made: an allocate whose
+ * `expect` allows NONE. One that must fail (a bad handle, bad roles) is validation any driver
+ * does, memory domains or not. */
+static int may_allocate(const mdc__op *op, const mdc__expect *e) {
+  return op->call && op->call->produces == MDC_OBJ_TOKEN && mdc__expect_allows(e, MD_NONE);
+}
+
 /* Whether key is one of the op's fields (besides op, expect and lane). */
 static int op_has_key(const mdc__op *op, const char *key) {
   /* Fields of trace format 1.1 that any event may carry (mdc__outcome_fields_check judges them). */
@@ -150,12 +157,12 @@ int mdc__op_check(mdc__run *r, mdc__where *w, json_t *ev, int in_block, uint32_t
   if (mdc__outcome_fields_check(r, w, ev, &op)) return -1;
   mdc__expect e;
   if (mdc__expect_parse(w, op.call, ev, r->strict, &e)) return -1;
-  /* A trace that allocates (an allocate that may succeed) needs memory domains: it says so, so a
-   * driver without them gets NotSupported for it instead of a Fail at its first allocate. An
-   * allocate that must fail (a bad handle, bad roles) is validation any driver does. */
-  if (op.call && op.call->produces == MDC_OBJ_TOKEN && mdc__expect_allows(&e, MD_NONE) &&
-      !requires_has(r, "memory_domains"))
-    return mdc__terr(w, "the trace allocates driver-managed buffers: its header's `requires` must list \"memory_domains\"");
+  /* A trace that allocates needs memory domains: from 1.1 it says so, so a driver without them
+   * gets NotSupported for it instead of a Fail at its first allocate. A 1.0 trace was never
+   * asked to: its need was inferred before it ran (infer_requires). */
+  if (may_allocate(&op, &e) && r->hdr.minor >= MDC__MINOR_DECLARES && !requires_has(r, "memory_domains"))
+    return mdc__terr(w, "the trace allocates driver-managed buffers: its header's `requires` must list "
+                        "\"memory_domains\" (trace format 1.%d; only a 1.0 trace's is inferred)", r->hdr.minor);
   unsigned in_block_ok = op.call ? op.call->flags & MDC_CALL_IN_BLOCK : op.event->flags & MDC__EV_IN_BLOCK;
   if (in_block) {
     if (!in_block_ok) return mdc__terr(w, "not allowed inside a concurrent block");
@@ -200,6 +207,40 @@ int mdc__op_exec(mdc__run *r, mdc__where *w, const mdc__op *op, json_t *ev) {
   if (op->call) return mdc__call_run(r, w, op->call, ev);
   if (!op->event->run) return mdc__terr(w, "internal: '%s' is not run on its own", op->name);
   return op->event->run(r, w, ev);
+}
+
+/* ---- what a 1.0 trace needs: inferred from what it does ---- */
+
+/* Trace format 1.0 did not ask a trace to list the capabilities it needs; 1.1 does (a trace
+ * error otherwise, mdc__op_check). A 1.0 trace reads with 1.0's rules: before it runs, its
+ * lines are read once more and what 1.1 would have demanded it list is inferred, then judged
+ * with its `requires` after the first open_device, exactly as if listed. The one such need a
+ * 1.0 trace can have: an allocate that may succeed (may_allocate), anywhere in the trace,
+ * concurrent blocks included, needs memory_domains. (registered_pools goes with register_memory
+ * and unregister_memory, which are 1.1: a 1.0 trace that calls them is a trace error already.)
+ * The pass stops at the first such allocate. A line it cannot read or check is skipped: the
+ * replay reports it where it stands. */
+static void infer_requires(mdc__run *r) {
+  if (r->hdr.minor >= MDC__MINOR_DECLARES || requires_has(r, "memory_domains")) return;
+  mdc__reader rd;
+  mdc__where w = {.path = r->path};
+  if (mdc__reader_open(&rd, r->path, r->opts->bytes, r->opts->n_bytes, &w)) return;
+  json_t *ev = NULL;
+  int got = mdc__reader_next(&rd, &w, &ev);   /* the header */
+  while (got > 0) {
+    json_decref(ev);
+    if ((got = mdc__reader_next(&rd, &w, &ev)) <= 0) break;
+    const char *name = json_string_value(json_object_get(ev, "op"));
+    mdc__op op = {name, name ? mdc_call_find(name) : NULL, NULL};
+    mdc__expect e;
+    if (op.call && mdc__expect_parse(&w, op.call, ev, r->strict, &e) == 0 && may_allocate(&op, &e)) {
+      r->inferred[r->n_inferred].cap = "memory_domains";
+      r->inferred[r->n_inferred++].line = w.line;
+      break;
+    }
+  }
+  json_decref(ev);
+  mdc__reader_close(&rd);
 }
 
 /* ---- the run ---- */
@@ -256,6 +297,7 @@ mdc_verdict mdc_trace_run_opts(const md_driver *drv, const char *path, const mdc
   json_decref(ev);
   ev = NULL;
   r.strict = r.hdr.minor <= MDC_TRACE_MINOR;
+  infer_requires(&r);
   int terr = 0;
   for (;;) {
     got = mdc__reader_next(&rd, &w, &ev);

@@ -27,7 +27,7 @@ typedef struct good_case {
 ParameterizedTestParameters(engine, good_trace_passes) {
   static good_case cases[] = {{"basic_add.jsonl"}, {"concurrent.jsonl"}, {"newer_minor_sidecar.jsonl"}, {"v11_constructs.jsonl"},
                               {"spec_rules.jsonl"}, {"requires_left_open.jsonl"},
-                              {"anonymous_custom.jsonl"}};
+                              {"anonymous_custom.jsonl"}, {"v10_allocates_without_requires.jsonl"}};
   return cr_make_param_array(good_case, cases, sizeof cases / sizeof cases[0]);
 }
 
@@ -121,7 +121,8 @@ ParameterizedTestParameters(engine, broken_trace_is_a_trace_error) {
       {"bad_memory_kind.jsonl", 4, "unknown name 'ashmem2'"},
       {"bad_memory_open_fd.jsonl", 5, "a trace may only name descriptors it made"},
       {"v11_field_in_v10.jsonl", 4, "'when' needs trace format 1.1"},
-      {"allocate_without_memory_domains.jsonl", 5, "must list \"memory_domains\""},
+      {"allocate_without_memory_domains.jsonl", 6, "must list \"memory_domains\" (trace format 1.1"},
+      {"registered_pools_listed_in_1_0.jsonl", 4, "unknown capability 'registered_pools'"},
       {"when_malformed.jsonl", 4, "'when' takes {\"produced\": NAME}"},
       {"when_unknown_name.jsonl", 4, "no earlier event is named 'nothing'"},
       {"expect_tally_no_bounds.jsonl", 4, "give 'exactly', 'at_least' or 'at_most'"},
@@ -587,6 +588,81 @@ Test(engine, replay_config_is_merged_into_the_first_open_device) {
   /* The trace's own keys win over the replay's. */
   cr_assert_eq(mdc_trace_run(ref(), T("good", "basic_add.jsonl"), "backend=hip;seed=3", &res), MDC_PASS,
                "%s", res.message);
+}
+
+/* ---- a trace reads with its own version's rules (docs/trace-format.md, "Versions") ---- */
+
+/* The test trace at path with its header's "1.0" made ver, in a malloc'd string. */
+static char *with_version(const char *path, const char *ver) {
+  FILE *f = fopen(path, "r");
+  cr_assert(f, "%s", path);
+  static char text[16384];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = '\0';
+  char *at = strstr(text, "\"mdc_trace\": \"1.0\"");
+  cr_assert(at, "%s has no 1.0 header", path);
+  char *out = malloc(n + 16);
+  cr_assert(out);
+  snprintf(out, n + 16, "%.*s\"mdc_trace\": \"%s\"%s", (int)(at - text), text, ver,
+           at + strlen("\"mdc_trace\": \"1.0\""));
+  return out;
+}
+
+/* 1.0 never asked a trace to list memory_domains; 1.1 does. The same lines pass at 1.0 and are
+ * a trace error at 1.1 (and at a newer minor, whose rules include 1.1's). */
+Test(engine, a_1_0_trace_that_allocates_need_not_list_memory_domains) {
+  mdc_result res;
+  mdc_verdict v = mdc_trace_run(ref(), T("good", "v10_allocates_without_requires.jsonl"), NULL, &res);
+  cr_assert_eq(v, MDC_PASS, "%s %s", mdc_verdict_name(v), res.message);
+  static const char *const later[] = {"1.1", "1.7"};
+  for (int i = 0; i < 2; i++) {
+    char *text = with_version(T("good", "v10_allocates_without_requires.jsonl"), later[i]);
+    mdc_trace_opts o = {.bytes = text, .n_bytes = strlen(text)};
+    v = mdc_trace_run_opts(ref(), "/nowhere/v11.jsonl", &o, &res);
+    free(text);
+    cr_expect_eq(v, MDC_TRACE_ERROR, "%s: %s %s", later[i], mdc_verdict_name(v), res.message);
+    cr_expect_eq(res.line, 9u, "%s: %s", later[i], res.message);
+    cr_expect(strstr(res.message, "must list \"memory_domains\""), "%s", res.message);
+  }
+}
+
+/* A driver that says it has no memory domains (supports_memory_domains 0). */
+static md_status caps_no_domains(md_device *d, md_capabilities *out) {
+  md_status st = real->get_capabilities(d, out);
+  out->supports_memory_domains = 0;
+  return st;
+}
+
+/* What a 1.0 trace needs is inferred and judged as if listed: NotSupported on a driver without
+ * it, at the first open_device, whatever the trace does before its allocate; an allocate that
+ * must fail needs nothing. */
+Test(engine, an_inferred_requirement_is_not_supported_by_a_driver_without_it) {
+  wrap();
+  fake.get_capabilities = caps_no_domains;
+  mdc_result res;
+  mdc_verdict v = mdc_trace_run(&fake, T("good", "v10_allocates_without_requires.jsonl"), NULL, &res);
+  cr_assert_eq(v, MDC_NOT_SUPPORTED, "%s %s", mdc_verdict_name(v), res.message);
+  cr_expect_eq(res.line, 5u, "%s", res.message);
+  cr_expect(strstr(res.message, "requires 'memory_domains' (inferred from line 9: a 1.0 trace need not list it)"),
+            "%s", res.message);
+  /* A trace of the frozen 1.0 corpus, as it was written then. */
+  v = mdc_trace_run(&fake, MDC_COMPAT "/1.0/copy/roundtrip_known_buffer.jsonl", NULL, &res);
+  cr_expect_eq(v, MDC_NOT_SUPPORTED, "%s %s", mdc_verdict_name(v), res.message);
+  cr_expect(strstr(res.message, "(inferred from line 8"), "%s", res.message);
+  /* The same trace as the corpus has it now, its need listed, gets the same verdict. */
+  v = mdc_trace_run(&fake, MDC_CORPUS "/copy/roundtrip_known_buffer.jsonl", NULL, &res);
+  cr_expect_eq(v, MDC_NOT_SUPPORTED, "%s %s", mdc_verdict_name(v), res.message);
+  cr_expect(strstr(res.message, "requires 'memory_domains', which"), "%s", res.message);
+  /* Only an allocate that must fail: validation any driver does, nothing inferred. */
+  static const char refused[] =
+      "{\"mdc_trace\": \"1.0\", \"name\": \"t/refused\", \"rules\": [\"x\"]}\n"
+      "{\"op\": \"open_device\", \"as\": \"dev\", \"config\": \"backend=sim\"}\n"
+      "{\"op\": \"open_client\", \"as\": \"c\"}\n"
+      "{\"op\": \"allocate\", \"prepared\": [], \"as\": \"t\", \"expect\": {\"status\": \"INVALID_ARGUMENT\"}}\n";
+  mdc_trace_opts o = {.bytes = refused, .n_bytes = sizeof refused - 1};
+  v = mdc_trace_run_opts(&fake, "/nowhere/refused.jsonl", &o, &res);
+  cr_expect_eq(v, MDC_PASS, "%s %s", mdc_verdict_name(v), res.message);
 }
 
 /* ---- registered pools (SPEC 9): optional entries of the table ---- */
