@@ -36,8 +36,10 @@ import fam_lifecycle  # noqa: E402
 import fam_counts  # noqa: E402
 import fam_shapes  # noqa: E402
 import fam_numerics  # noqa: E402
+import fam_models  # noqa: E402
 
-FAMILIES = [fam_handles, fam_requests, fam_pools, fam_allocate, fam_lifecycle, fam_counts, fam_shapes, fam_numerics]
+FAMILIES = [fam_handles, fam_requests, fam_pools, fam_allocate, fam_lifecycle, fam_counts, fam_shapes, fam_numerics,
+            fam_models]
 
 
 def build():

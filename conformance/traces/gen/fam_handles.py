@@ -1,7 +1,8 @@
-"""fam_handles.py - the handle kind x entry point matrix (SPEC 5, 3, 4, 8.7): every argument of
+"""fam_handles.py - the handle kind x entry point matrix (SPEC 5, 3, 4, 8.7, 8.18): every argument of
 every entry point that takes a client, prepared model, token or event is given, in its own trace,
 each wrong kind of value: a handle of another kind of this client, 0, a released one, another
-client's, another device's, small literals, neighbours of a live value. Each trace then proves
+client's, another device's, small literals, neighbours of a live value; and every entry point that
+takes a device given a NULL one (8.18, v1.2). Each trace then proves
 that nothing the refused calls named was touched: every object of the set-up still works (the
 token holds its bytes, the events wait with their results, the prepared models run) and every
 client's leak report is what the set-up left."""
@@ -134,18 +135,19 @@ def epilogue(t):
            expect={"leaks": {"buffers": 1, "prepared_models": 1, "events": 0, "bytes": 24}})
 
 
-def attempt(t, call, arg, v, n):
-    """One refused call: `call` with its `arg` set to v, everything else valid."""
-    dev = {"device": "dev"}
+def attempt(t, call, arg, v, n, dev="dev"):
+    """One refused call: `call` with its `arg` set to v (or, for arg "device", on the device `dev`),
+    everything else valid."""
+    dev = {"device": dev}
     client = v if arg == "client" else "c"
     if call == "close_client":
-        t.call("close_client", client=v, expect=INVALID, **dev)
+        t.call("close_client", client=client, expect=INVALID, **dev)
     elif call == "prepare_model":
-        t.call("prepare_model", client=v, model="add", as_="px%d" % n, expect=INVALID, **dev)
+        t.call("prepare_model", client=client, model="add", as_="px%d" % n, expect=INVALID, **dev)
     elif call == "release_prepared_model":
         t.call("release_prepared_model", client=client, prepared=v if arg == "prepared" else "p", expect=INVALID, **dev)
     elif call == "allocate":
-        prepared = {"client": ["p"], "prepared": [v], "prepared_unreferenced": ["p", v]}[arg]
+        prepared = {"client": ["p"], "device": ["p"], "prepared": [v], "prepared_unreferenced": ["p", v]}[arg]
         t.call("allocate", client=client, prepared=prepared, input_roles=[role(0, 0)], as_="tx%d" % n,
                expect=INVALID, **dev)
     elif call == "copy_to":
@@ -199,8 +201,58 @@ def slot_rules(call, arg):
     return []
 
 
+# SPEC 8.18 (v1.2): every entry point that takes a device, given a NULL one.
+NULL_DEVICE_CALLS = ["get_capabilities", "get_supported_operations", "open_client", "close_client", "prepare_model",
+                     "release_prepared_model", "allocate", "copy_to", "copy_from", "free_buffer", "execute",
+                     "execute_async", "wait_event", "register_memory", "unregister_memory"]
+
+
+def null_device_attempt(t, call):
+    """`call` with a NULL device and every other argument valid (c's live objects)."""
+    null = {"device": {"literal": 0}, "expect": INVALID}
+    if call == "get_capabilities":
+        t.call(call, **null)
+    elif call == "get_supported_operations":
+        t.call(call, model="add", **null)
+    elif call == "open_client":
+        t.call(call, as_="cn", **null)
+    elif call == "register_memory":
+        t.call(call, client="c", memory="a", as_="rn", **null)
+    elif call == "unregister_memory":
+        t.call(call, client="c", pool="rp", **null)
+    else:
+        attempt(t, call, "device", None, 0, dev=null["device"])
+
+
+def null_device_traces():
+    out = []
+    for call in NULL_DEVICE_CALLS:
+        registered = call.endswith("_memory")
+        t = Trace("tokens", "gen_handle_%s_device__null" % call, "%s given a NULL device (every other argument "
+                  "valid): INVALID_ARGUMENT, never a crash (8.18), and every object of the set-up is untouched" % call,
+                  [("8.18", "entry")], requires=["memory_domains"] + (["registered_pools"] if registered else []))
+        prologue(t)
+        if call == "unregister_memory":
+            t.call("register_memory", device="dev", client="c", memory="a", as_="rp")
+        t.comment("the refused call")
+        null_device_attempt(t, call)
+        if call == "unregister_memory":
+            t.comment("the registered pool is still live")
+            t.mem("o_rp", 24)
+            t.call("execute", device="dev", client="c", prepared="p",
+                   request={"inputs": [{"pool": 0, "length": 24}, {"pool": 1, "length": 24}],
+                            "outputs": [{"pool": 2, "length": 24}],
+                            "pools": [{"registered": "rp"}, {"memory": "b"}, {"memory": "o_rp"}]},
+                   expect={"status": "NONE", "shapes": [{"dims": [2, 3]}]})
+            t.check("o_rp", f32(SUM))
+            t.call("unregister_memory", device="dev", client="c", pool="rp")
+        epilogue(t)
+        out.append(t)
+    return out
+
+
 def generate():
-    traces = []
+    traces = null_device_traces()
     for call, arg, kind in SLOTS:
         for cat, values, rids in categories(kind, arg):
             what = "gen_handle_%s_%s__%s" % (call, arg, cat)

@@ -1,9 +1,9 @@
 """fam_lifecycle.py - what failures leave behind (SPEC 3, 4, 8.8, 8.9, 8.10): copy_from failures of
-every cause on dynamic buffers (uninitialized, current dims kept: copy_to of the kept size is
-GENERAL_FAILURE, of another size INVALID_ARGUMENT); failed synchronous and asynchronous executions
-with device outputs in every position; the events of failed executions waited once, twice, by
-another client or left for close_client; fault plans with refused calls interleaved (they take no
-number); leak reports of buffers resized by executions and copies."""
+every cause on dynamic buffers, dims whose byte size wraps included (8.17) (uninitialized, current
+dims kept: copy_to of the kept size is GENERAL_FAILURE, of another size INVALID_ARGUMENT); failed
+synchronous and asynchronous executions with device outputs in every position; the events of failed
+executions waited once, twice, by another client or left for close_client; fault plans with refused
+calls interleaved (they take no number); leak reports of buffers resized by executions and copies."""
 from tracelib import Trace, binary_model, two_output_model, relu_model, role, f32, fill, tensor, i32_const, \
     F32_ADD_A, F32_ADD_B
 
@@ -77,6 +77,29 @@ def copy_failures():
         t.call("copy_to", token="td", dst="m48")
         t.check("m48", f32(F32_ADD_A * 2))
         out.append(t)
+
+    wrap = [769546, 742155, 48448661]   # 6 * 2^64 + 24 bytes of float32: 24 modulo 2^64
+    t = Trace("copy", "gen_copy_from_failure_dims_size_wraps", "A dynamic [0,0,0] buffer filled at [1,2,3]: a "
+              "copy_from of a 24-byte source with dims [%s], whose byte size (6*2^64 + 24) wraps to 24, is refused "
+              "(INVALID_ARGUMENT: the dims have no size, 8.17) and leaves it uninitialized with its current dims "
+              "[1,2,3] (copy_to of 24 bytes: GENERAL_FAILURE, of 48: INVALID_ARGUMENT); a good copy_from restores "
+              "it" % ",".join(map(str, wrap)),
+              [("8.17", "entry"), ("3.copy_from_failure", "after_failure"), ("8.8", "after_failure"),
+               ("3.copy_to", "after_failure")], requires=["memory_domains"])
+    base(t)
+    t.model("dyn3", {"operands": [tensor((0, 0, 0), "SUBGRAPH_INPUT"), tensor((0, 0, 0), "SUBGRAPH_INPUT"), i32_const(),
+                                  tensor((0, 0, 0), "SUBGRAPH_OUTPUT")],
+                     "operations": [{"type": "ADD", "inputs": [0, 1, 2], "outputs": [3]}],
+                     "inputs": [0, 1], "outputs": [3], "operand_values": {"i32": [0]}})
+    t.prepare("pd3", "dyn3")
+    t.allocate("td", ["pd3"], input_roles=[role(0, 0)])
+    t.call("copy_from", token="td", src="a", dims=[1, 2, 3])
+    t.call("copy_from", token="td", src="a", dims=wrap, expect={"status": "INVALID_ARGUMENT"})
+    dims_kept(t, "td", 24, 48)
+    t.call("copy_from", token="td", src="b", dims=[1, 2, 3])
+    t.call("copy_to", token="td", dst="m24")
+    t.check("m24", f32(F32_ADD_B))
+    out.append(t)
     return out
 
 

@@ -1,8 +1,9 @@
 """fam_pools.py - pool descriptors (SPEC 2, 8.2): each defect of SPEC 2's validation at every entry
 point that takes a descriptor (a model pool referenced or not, an execution input, output and
 unused pool through execute and execute_async, copy_from, copy_to); each pool kind's own negative
-cases (BLOB geometry, non-BLOB hardware buffers outside execution I/O, MMAP_FD windows inside
-larger files at unaligned offsets); constant storage with offsets that wrap."""
+cases (BLOB and non-BLOB hardware buffer geometry, 8.13; non-BLOB hardware buffers outside execution
+I/O; MMAP_FD windows inside larger files at unaligned offsets); constant storage with offsets that
+wrap (8.17); access rights of every kind at every use (8.14)."""
 from tracelib import Trace, binary_model, role, f32, fill, tensor, i32_const, F32_ADD_A, F32_ADD_B
 
 FAMILY = "pools"
@@ -129,6 +130,10 @@ def descriptor_traces():
     for defect, (ddesc, _) in DEFECTS.items():
         for entry in ENTRIES:
             cov = entry_covers(entry) + [("2.validate", "geometry"), ("8.2", "geometry")]
+            if defect == "offset_wraps":
+                cov += [("8.17", "geometry"), ("8.17", "entry")]
+                if entry.endswith("output"):
+                    cov.append(("8.17", "side"))
             t = Trace("pools", "gen_pool_%s__%s" % (defect, entry),
                       "A pool descriptor with %s is INVALID_ARGUMENT at %s; the client goes on working" % (
                           ddesc, entry.replace("_", " ")), cov, requires=["memory_domains"])
@@ -140,26 +145,31 @@ def descriptor_traces():
     return out
 
 
-# Kind-specific cases: (name, description, memory fields, entries, status, must_pass, covers)
+# Kind-specific cases: (name, description, memory fields, entries, status, must_pass, covers). Every
+# geometry case of SPEC 8.13 (v1.2) is must-pass: a BLOB at each entry point that takes one, a non-BLOB
+# hardware buffer at both execution sides (the only uses it has).
+BLOB_ENTRIES = ["prepare_model", "execute_input", "execute_async_output", "copy_from", "copy_to"]
+HWB_ENTRIES = ["execute_input", "execute_async_output"]
+
+
 def kind_cases():
     blob = lambda **kw: dict({"kind": "blob", "size": 24}, **kw)  # noqa: E731
     hwb = lambda **kw: dict({"kind": "hardware_buffer", "size": 24, "width": 6, "height": 1, "layers": 1,  # noqa: E731
                              "format": 1}, **kw)
-    geo = [("2.validate", "geometry")]
+    geo = [("2.validate", "geometry"), ("8.13", "geometry")]
     return [
         ("blob_width_past_file", "a BLOB whose width (48) runs past its 24-byte file",
          blob(size=48, width=48, file_size=24), ["prepare_model", "execute_input", "execute_async_input",
-                                                 "copy_from", "copy_to"], "INVALID_ARGUMENT", True, geo),
+                                                 "copy_from", "copy_to"], "INVALID_ARGUMENT", True,
+         [("2.validate", "geometry")]),
         ("blob_height_2", "a BLOB of height 2 (a BLOB is height = layers = 1)", blob(height=2),
-         ["prepare_model", "execute_input", "copy_from"], "INVALID_ARGUMENT", False, geo),
-        ("blob_layers_2", "a BLOB of 2 layers", blob(layers=2), ["prepare_model", "execute_input", "copy_from"],
-         "INVALID_ARGUMENT", False, geo),
+         BLOB_ENTRIES, "INVALID_ARGUMENT", True, geo),
+        ("blob_layers_2", "a BLOB of 2 layers", blob(layers=2), BLOB_ENTRIES, "INVALID_ARGUMENT", True, geo),
         ("blob_format_rgba", "a BLOB with format RGBA_8888 (not BLOB)", blob(format=1),
-         ["prepare_model", "execute_input", "copy_from"], "INVALID_ARGUMENT", False, geo),
+         BLOB_ENTRIES, "INVALID_ARGUMENT", True, geo),
         ("blob_size_not_width", "a BLOB of size 24 and width 16", blob(width=16),
-         ["prepare_model", "execute_input", "copy_from"], "INVALID_ARGUMENT", False, geo),
-        ("blob_width_zero", "a BLOB of width 0", blob(width=0), ["prepare_model", "execute_input", "copy_from"],
-         "INVALID_ARGUMENT", False, geo),
+         BLOB_ENTRIES, "INVALID_ARGUMENT", True, geo),
+        ("blob_width_zero", "a BLOB of width 0", blob(width=0), BLOB_ENTRIES, "INVALID_ARGUMENT", True, geo),
         ("hardware_buffer_in_model", "a non-BLOB hardware buffer as a model pool",
          hwb(), ["prepare_model", "prepare_model_unreferenced"], "INVALID_ARGUMENT", True,
          [("2.hwb_io_only", "entry"), ("8.2", "entry")]),
@@ -167,15 +177,27 @@ def kind_cases():
          hwb(), ["copy_from", "copy_to"], "INVALID_ARGUMENT", True, [("2.hwb_io_only", "entry"), ("8.2", "entry")]),
         ("hardware_buffer_as_io", "a non-BLOB hardware buffer (6x1 RGBA_8888) as an execution input and output",
          hwb(), ["execute_input", "execute_async_input", "execute_output", "execute_async_output"], "NONE", True,
-         [("2.hwb_io_only", "side"), ("2.kinds", "side")]),
+         [("2.hwb_io_only", "side"), ("2.kinds", "side"), ("8.13", "side")]),
+        ("hardware_buffer_rgb888_as_io", "a non-BLOB hardware buffer of 8x1 RGB_888 (3 bytes a pixel: 24 bytes) as "
+         "an execution input and output", hwb(width=8, format=3), HWB_ENTRIES, "NONE", True,
+         [("8.13", "side"), ("8.13", "geometry")]),
+        ("hardware_buffer_r8_layers_as_io", "a non-BLOB hardware buffer of 4x3 R_8 in 2 layers (24 bytes) as an "
+         "execution input and output", hwb(width=4, height=3, layers=2, format=0x38), HWB_ENTRIES, "NONE", True,
+         [("8.13", "side"), ("8.13", "geometry")]),
         ("hardware_buffer_offset", "a non-BLOB hardware buffer with offset 4 (its bytes come from its geometry)",
-         hwb(offset=4, file_size=28), ["execute_input"], "INVALID_ARGUMENT", False, geo),
+         hwb(offset=4, file_size=28), HWB_ENTRIES, "INVALID_ARGUMENT", True, geo),
         ("hardware_buffer_format_unknown", "a non-BLOB hardware buffer of format 0x99", hwb(format=0x99),
-         ["execute_input"], "INVALID_ARGUMENT", False, geo),
+         HWB_ENTRIES, "INVALID_ARGUMENT", True, geo),
+        ("hardware_buffer_width_zero", "a non-BLOB hardware buffer of width 0", hwb(width=0),
+         HWB_ENTRIES, "INVALID_ARGUMENT", True, geo),
         ("hardware_buffer_height_zero", "a non-BLOB hardware buffer of height 0", hwb(height=0),
-         ["execute_input"], "INVALID_ARGUMENT", False, geo),
+         HWB_ENTRIES, "INVALID_ARGUMENT", True, geo),
+        ("hardware_buffer_layers_zero", "a non-BLOB hardware buffer of 0 layers", hwb(layers=0),
+         HWB_ENTRIES, "INVALID_ARGUMENT", True, geo),
         ("hardware_buffer_past_file", "a non-BLOB hardware buffer of 100x1 RGBA_8888 on a 24-byte file",
-         hwb(width=100), ["execute_input"], "INVALID_ARGUMENT", False, geo),
+         hwb(width=100), HWB_ENTRIES, "INVALID_ARGUMENT", True, geo),
+        ("hardware_buffer_arg_length", "a valid non-BLOB hardware buffer (6x1 RGBA_8888) whose request argument "
+         "has length 24 (arguments on it have offset = length = 0)", hwb(), HWB_ENTRIES, "INVALID_ARGUMENT", True, geo),
     ]
 
 
@@ -186,6 +208,10 @@ def kind_traces():
             cov = list(covers)
             if status != "NONE":
                 cov += [("2.validate", "entry")] if name.startswith("blob_width") else []
+                if ("8.13", "geometry") in covers:
+                    cov.append(("8.13", "entry"))
+                    if entry.endswith("output"):
+                        cov.append(("8.13", "side"))
             t = Trace("pools", "gen_kind_%s__%s" % (name, entry), "%s at %s: %s" % (
                 desc, entry.replace("_", " "), "accepted" if status == "NONE" else status), cov,
                 requires=["memory_domains"], must_pass=must_pass)
@@ -194,16 +220,22 @@ def kind_traces():
             data = None
             if status == "NONE":
                 data = f32(F32_ADD_A) if entry.endswith("input") else fill(24)
+            elif entry.endswith("output"):
+                data = fill(24)
             kind = f.pop("kind")
+            whole = kind == "hardware_buffer" and not name.endswith("_arg_length")
             t.mem("bad", f.pop("size"), kind=kind, data=data, **f)
             if status == "NONE" and entry.endswith("input"):
-                use(t, entry, "NONE", whole=kind == "hardware_buffer")
+                use(t, entry, "NONE", whole=whole)
                 t.check("o", f32(SUM))
             elif status == "NONE":
-                use(t, entry, "NONE", whole=kind == "hardware_buffer")
+                use(t, entry, "NONE", whole=whole)
                 t.check("bad", f32(SUM))
             else:
-                use(t, entry, status, whole=kind == "hardware_buffer")
+                use(t, entry, status, whole=whole)
+                if entry.endswith("output"):
+                    t.comment("a refused output pool is never written")
+                    t.check_untouched("bad", 0, 24)
                 still_works(t, entry)
             out.append(t)
     return out
@@ -233,7 +265,7 @@ def window_traces():
 
     t = Trace("pools", "gen_window_constant_wrapping_offsets", "CONSTANT_REFERENCE and CONSTANT_COPY offsets that "
               "wrap 64 bits with their length (2^64-4 + 24) are INVALID_ARGUMENT at prepare",
-              [("2.const_range", "geometry")], requires=["memory_domains"])
+              [("2.const_range", "geometry"), ("8.17", "geometry"), ("8.17", "entry")], requires=["memory_domains"])
     fixture(t)
     t.mem("cp", 24, data=f32(F32_ADD_B))
     m = const_model()
@@ -310,5 +342,77 @@ def window_traces():
     return out
 
 
+# SPEC 8.14 (v1.2): what each use needs. entry -> (the prot that lacks it, the prot that suffices, written?)
+ACCESS = {"prepare_model": ("w", "r", False), "copy_from": ("w", "r", False), "copy_to": ("r", "w", True),
+          "execute_input": ("w", "r", False), "execute_async_output": ("r", "w", True)}
+ACCESS_KINDS = [("ashmem", {}), ("mmap_fd", {"offset": 4196, "file_size": 8192}), ("blob", {}),
+                ("hardware_buffer", {"width": 6, "format": 1})]
+
+
+def access_traces():
+    """Each use of a pool with a prot that lacks the right it needs (SPEC 8.14): INVALID_ARGUMENT, a pool to
+    be written is not, and the same use with the one right it needs (a read-only pool read, a write-only
+    pool written) succeeds."""
+    out = []
+    for kind, extra in ACCESS_KINDS:
+        for entry, (lacks, enough, written) in ACCESS.items():
+            if kind == "hardware_buffer" and not entry.startswith("execute"):
+                continue   # SPEC 2: execution input and output only
+            whole = kind == "hardware_buffer"
+            need = "WRITE" if written else "READ"
+            cov = [("8.14", "entry")]
+            if entry.startswith("execute"):
+                cov.append(("8.14", "side"))
+            if kind != "ashmem":
+                cov.append(("8.14", "geometry"))
+            t = Trace("pools", "gen_access_%s__%s" % (kind, entry), "A %s pool with prot %s (no PROT_%s) at %s: "
+                      "INVALID_ARGUMENT%s; with prot %s (PROT_%s alone) the same use succeeds" % (
+                          kind.upper(), lacks, need, entry.replace("_", " "),
+                          ", and the pool is not written" if written else "", enough, need),
+                      cov, requires=["memory_domains"])
+            fixture(t)
+            t.mem("bad", 24, kind=kind, prot=lacks, data=fill(24) if written else f32(F32_ADD_B), **extra)
+            use(t, entry, "INVALID_ARGUMENT", whole=whole)
+            if written:
+                t.check_untouched("bad", 0, 24)
+            still_works(t, entry)
+            t.comment("the right the use needs is enough")
+            t.mem("good", 24, kind=kind, prot=enough, data=fill(24) if written else f32(F32_ADD_B), **extra)
+            if entry == "prepare_model":
+                t.model("m_good", dict(const_model(), pools=["good"]))
+                t.prepare("p_good", "m_good")
+                t.mem("o_good", 24)
+                t.call("execute", prepared="p_good", request={
+                    "inputs": [{"pool": 0, "length": 24}], "outputs": [{"pool": 1, "length": 24}],
+                    "pools": [{"memory": "a"}, {"memory": "o_good"}]},
+                    expect={"status": "NONE", "shapes": [{"dims": [2, 3]}]})
+                t.check("o_good", f32(SUM))
+            elif entry == "copy_from":
+                t.call("copy_from", token="tin", src="good")
+                t.call("copy_to", token="tin", dst="back")
+                t.check("back", f32(F32_ADD_B))
+            elif entry == "copy_to":
+                t.call("copy_to", token="tin", dst="good")
+                t.check("good", f32(F32_ADD_A))
+            else:
+                arg = {} if whole else {"length": 24}
+                if entry == "execute_input":
+                    arg = {"pool": 0, **arg}
+                    req = {"inputs": [arg, {"pool": 1, "length": 24}], "outputs": [{"pool": 2, "length": 24}],
+                           "pools": [{"memory": "good"}, {"memory": "a"}, {"memory": "o_good"}]}
+                    t.mem("o_good", 24)
+                    t.call("execute", prepared="p", request=req, expect={"status": "NONE", "shapes": [{"dims": [2, 3]}]})
+                    t.check("o_good", f32(SUM))
+                else:
+                    arg = {"pool": 2, **arg}
+                    req = {"inputs": [{"pool": 0, "length": 24}, {"pool": 1, "length": 24}], "outputs": [arg],
+                           "pools": [{"memory": "a"}, {"memory": "b"}, {"memory": "good"}]}
+                    t.call("execute_async", prepared="p", request=req, as_="ev_good")
+                    t.call("wait_event", event="ev_good", expect={"status": "NONE", "shapes": [{"dims": [2, 3]}]})
+                    t.check("good", f32(SUM))
+            out.append(t)
+    return out
+
+
 def generate():
-    return descriptor_traces() + kind_traces() + window_traces()
+    return descriptor_traces() + kind_traces() + window_traces() + access_traces()

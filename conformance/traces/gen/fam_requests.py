@@ -1,4 +1,4 @@
-"""fam_requests.py - request validation (SPEC 2 request arguments, SPEC 4, 8.1, 8.5, 8.6, 8.7), each
+"""fam_requests.py - request validation (SPEC 2 request arguments, SPEC 4, 8.1, 8.5-8.7, 8.14, 8.17), each
 rule on the input side and on the output side, through execute and through execute_async (which
 must refuse at once and make no event, SPEC 8.9). After every refused request the trace checks
 what SPEC 4 says a failure leaves: an initialized device output of the request is uninitialized
@@ -132,7 +132,9 @@ def scenarios():
         for nm, off, ln, d in (("past_end", 4, 24, "offset 4 + length 24 of a 24-byte pool"),
                                ("offset_past_end", 100, 24, "offset 100 of a 24-byte pool"),
                                ("wrapping", BIG - 8, 24, "offset 2^64-8 + length 24 wraps 64 bits")):
-            cov = [("2.arg_range", "side")] + ([("2.arg_range", "geometry")] if nm == "wrapping" else [])
+            cov = [("2.arg_range", "side")]
+            if nm == "wrapping":
+                cov += [("2.arg_range", "geometry"), ("8.17", "side"), ("8.17", "geometry")]
             if side == "input":
                 add("%s_%s" % (side, nm), "input 0 at %s" % d, cov,
                     (lambda off, ln: lambda t: ("p", req([A(off, ln), A(pool=1)], *std_out), "INVALID_ARGUMENT",
@@ -168,6 +170,12 @@ def scenarios():
         add("%s_past_blob" % side, "%s at offset 8 + 24 of a 24-byte BLOB" % side,
             [("2.arg_range", "side"), ("2.arg_range", "geometry")], (lambda s: lambda t: blob(t, s))(side))
 
+    # ---- byte sizes that do not fit 64 bits (8.17, v1.2): 769546 x 742155 x 48448661 floats are
+    # 6 * 2^64 + 24 bytes, exactly the argument's length 24 when computed modulo 2^64 ----
+    for side in ("input", "output"):
+        add("%s_dims_size_wraps" % side, "%s dims [%s] whose float32 byte size (6*2^64 + 24) wraps to the "
+            "argument's length 24" % ("input 0" if side == "input" else "the output", ",".join(map(str, WRAP_DIMS))),
+            [("8.17", "side")], (lambda s: lambda t: size_wraps(t, s))(side))
     # ---- lengths (SPEC 2, 8.1) ----
     add("input_length_short", "input 0 length 20 for [2,3] floats (24 bytes)",
         [("2.arg_length", "side"), ("8.1", "side")],
@@ -287,11 +295,11 @@ def scenarios():
         "a handle only, the request runs", [("8.7", "entry")], lambda t: unused_ok(t, "tu"))
     add("unused_token_other_role_ok", "an initialized token of another model's role in the pools, unused: the "
         "request runs", [("8.7", "entry")], lambda t: unused_ok(t, "tother"))
-    # ---- pools that cannot be read or written (SPEC 2: READ/WRITE prot) ----
-    add("input_pool_write_only", "input 0 on a write-only pool: refused (INVALID_ARGUMENT or GENERAL_FAILURE)",
-        [("2.validate", "side")], lambda t: prot_case(t, "input"))
-    add("output_pool_read_only", "the output on a read-only pool: refused (INVALID_ARGUMENT or GENERAL_FAILURE), "
-        "the pool not written", [("2.validate", "side")], lambda t: prot_case(t, "output"))
+    # ---- pools that cannot be read or written (8.14, v1.2: the prot a use needs) ----
+    add("input_pool_write_only", "input 0 on a write-only pool: INVALID_ARGUMENT (8.14)",
+        [("2.validate", "side"), ("8.14", "side")], lambda t: prot_case(t, "input"))
+    add("output_pool_read_only", "the output on a read-only pool: INVALID_ARGUMENT (8.14), the pool not written",
+        [("2.validate", "side"), ("8.14", "side")], lambda t: prot_case(t, "output"))
     return S
 
 
@@ -352,10 +360,28 @@ def prot_case(t, side):
     if side == "input":
         t.mem("a_w", 24, data=f32(F32_ADD_A), prot="w")
         return "p", req([A(), A(pool=1)], [T(2)], [{"memory": "a_w"}, {"memory": "b"}, {"token": "tout"}]), \
-            ["INVALID_ARGUMENT", "GENERAL_FAILURE"], "tout"
+            "INVALID_ARGUMENT", "tout"
     t.mem("o_r", 24, data=fill(24), prot="r")
     return "p", req([A(), A(pool=1)], [A(pool=2)], [{"memory": "a"}, {"memory": "b"}, {"memory": "o_r"}]), \
-        ["INVALID_ARGUMENT", "GENERAL_FAILURE"], ("untouched", "o_r")
+        "INVALID_ARGUMENT", ("untouched", "o_r")
+
+
+WRAP_DIMS = [769546, 742155, 48448661]
+DYN3 = {"operands": [tensor((0, 0, 0), "SUBGRAPH_INPUT"), tensor((0, 0, 0), "SUBGRAPH_INPUT"), i32_const(),
+                     tensor((0, 0, 0), "SUBGRAPH_OUTPUT")],
+        "operations": [{"type": "ADD", "inputs": [0, 1, 2], "outputs": [3]}],
+        "inputs": [0, 1], "outputs": [3], "operand_values": {"i32": [0]}}
+
+
+def size_wraps(t, side):
+    t.model("add_dyn3", DYN3)
+    t.prepare("pd3", "add_dyn3")
+    ok = [1, 2, 3]
+    if side == "input":
+        return "pd3", req([A(dims=WRAP_DIMS), A(pool=1, dims=ok)], [A(pool=2)],
+                          [{"memory": "a"}, {"memory": "b"}, {"memory": "o"}]), "INVALID_ARGUMENT", ("untouched", "o")
+    return "pd3", req([A(dims=ok), A(pool=1, dims=ok)], [A(pool=2, dims=WRAP_DIMS)],
+                      [{"memory": "a"}, {"memory": "b"}, {"memory": "o"}]), "INVALID_ARGUMENT", ("untouched", "o")
 
 
 def generate():

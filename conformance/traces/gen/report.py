@@ -17,18 +17,25 @@ AREA_TEXT = OrderedDict([
               "handles checked and unpredictable, never-issued handles of every kind refused at every entry point, a "
               "NULL device (`docs/driver-guide.md`; the skeleton driver passes all of them)" % ((CONTRACT,) * 3)),
     ("pools", "§2, 8.2: pool kinds per use, validation before mapping (each defect at every entry point), BLOB and "
-              "non-BLOB hardware buffer geometry, MMAP_FD windows at unaligned offsets, constant storage ranges, "
-              "request-arg bounds and lengths, token-arg offset/length, unused invalid pools"),
-    ("models", "§7: float32 supported, quant8 reported unsupported; invalid graphs/parameters refused at prepare"),
+              "non-BLOB hardware buffer geometry (8.13), access rights of every kind at every use (8.14), MMAP_FD "
+              "windows at unaligned offsets, constant storage ranges and offsets that wrap (8.17), request-arg bounds "
+              "and lengths, token-arg offset/length, unused invalid pools"),
+    ("models", "§7: float32 supported, quant8 reported unsupported (a TENSOR_INT32 bias with a scale is valid, v1.2); "
+               "8.15: every kind of invalid graph and parameter refused by get_supported_operations and prepare_model, "
+               "alone and beside an unsupported operation, and accepted once made valid"),
     ("allocate", "§3 allocate on input and output roles: prepared handles, roles, indexes, probability (NaN, "
                  "infinities), duplicates, identity of prepared models, operand agreement across directions, scalar "
                  "roles, dims; `combine_*`: the combine rule seen through initial dims; unservable sizes"),
-    ("copy", "§3 copy_from / copy_to: dims, sizes, failures of every cause uninitialize and keep current dims "
-             "(8.8), size-before-init order, pools"),
-    ("execute", "§2 request arguments, §4 request validation, 8.1, 8.5-8.7: every rule on the input and the output "
-                "side, through execute and execute_async, with what a failure leaves checked after it"),
+    ("copy", "§3 copy_from / copy_to: dims, sizes (8.17: dims whose byte size does not fit), failures of every "
+             "cause uninitialize and keep current dims (8.8), size-before-init order, pools and their access rights "
+             "(8.14)"),
+    ("execute", "§2 request arguments, §4 request validation, 8.1, 8.5-8.7, 8.14 (access rights), 8.17 (sizes and "
+                "ranges that wrap): every rule on the input and the output side, through execute and execute_async, "
+                "with what a failure leaves checked after it"),
     ("shapes", "§4, 8.1: OUTPUT_INSUFFICIENT_SIZE and shapes for every output position (dims known or produced, "
-               "sync and async); shared pools with the bytes outside every output checked; §3 never for device memory"),
+               "sync and async), a length of 0 included; 8.16: nothing written to any pool output and the request's "
+               "device outputs uninitialized, dims kept; shared pools with the bytes outside every output checked; "
+               "§3 never for device memory"),
     ("dynamic", "§3 dynamic shapes: size from execution / copy_from, resizing (sync and async), fixed dims never "
                 "resized; 8.6 dims kept after a failure, checked before initialization"),
     ("deinit", "§4 every failure uninitializes the request's device outputs (every position, validation and run "
@@ -36,8 +43,9 @@ AREA_TEXT = OrderedDict([
     ("clients", "§5 tokens/handles bound to their client, close_client, leak reports (8.10: buffers resized by "
                 "executions and copies, failures, never written), hundreds of clients and events"),
     ("tokens", "§5 the handle kind x entry point matrix (a token where an event goes ... another device's, small "
-               "literals, neighbours of live values), forged / never-issued / freed / reused-slot handles of every "
-               "kind, one slot reused 1,000 times per kind, 5,000 live tokens; 8.12 predictability per kind"),
+               "literals, neighbours of live values), a NULL device at every entry point (8.18), forged / "
+               "never-issued / freed / reused-slot handles of every kind, one slot reused 1,000 times per kind, 5,000 "
+               "live tokens; 8.12 predictability per kind"),
     ("async", "§4 execute_async / wait_event: results, consumed events (failed ones too, 8.9), validation without "
               "an event, timeouts, release and close while in flight (§6)"),
     ("concurrency", "§6 concurrent readers, racing writers with invariants, free_buffer under async kernels, "

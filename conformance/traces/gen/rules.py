@@ -273,17 +273,22 @@ _rows = [
          ["numerics"], ["numerics/concatenation_axis0", "numerics/concatenation_negative_axis",
                         "numerics/concatenation_three_inputs"]),
     Rule("7.types", "7", "TENSOR_FLOAT32 kernels are required; other types are validated and reported "
-         "unsupported until kernels exist", ["prepare_model"], "GENERAL_FAILURE", "none", [],
-         ["models/supported_operations_float_vs_quant8", "models/invalid_outranks_unsupported"]),
+         "unsupported until kernels exist; (v1.2) operand validity follows the NN HAL: a TENSOR_INT32 operand may "
+         "carry a scale (a quantized FULLY_CONNECTED's bias: input scale x weights scale, zero point 0), and a valid "
+         "operation without a kernel is unsupported (get_supported_operations NONE with 0 for it), never "
+         "INVALID_ARGUMENT", ["get_supported_operations", "prepare_model"], "GENERAL_FAILURE", "none", [],
+         ["models/supported_operations_float_vs_quant8", "models/invalid_outranks_unsupported",
+          "models/quant8_fully_connected_int32_bias_scale_is_valid_unsupported"]),
     Rule("7.registry", "7", "one kernel registry keyed by (name, platform); a duplicate registration fails", [],
          "-", "none", [], [], {}, "not reachable through the driver ABI: kernel registry unit tests"),
     # ---- 8. Settled points ----
     Rule("8.1", "8.1", "an output shorter than its dims' byte size is OUTPUT_INSUFFICIENT_SIZE with a shape for "
          "every output; a longer output length, and any input length that differs, are INVALID_ARGUMENT; bytes of "
-         "a pool beyond an output's length are never written", ["execute", "wait_event"],
+         "a pool beyond an output's length are never written; (v1.2) a length of 0 on a normal pool output means "
+         "no bytes: it is short for any output that produces bytes", ["execute", "wait_event"],
          "OUTPUT_INSUFFICIENT_SIZE", "both", ["side", "entry", "shared_pool"],
          ["shapes/both_outputs_short", "shapes/first_output_short", "shapes/second_output_short",
-          "shapes/short_output_known_dims"]),
+          "shapes/short_output_known_dims", "shapes/zero_length_output_is_short"]),
     Rule("8.2", "8.2", "a pool descriptor breaking SPEC 2's validation is INVALID_ARGUMENT at every entry point "
          "that takes one (prepare, execute, execute_async, copy_from, copy_to)",
          ["prepare_model", "execute", "execute_async", "copy_from", "copy_to"], "INVALID_ARGUMENT", "both",
@@ -310,10 +315,12 @@ _rows = [
          ["copy/copy_from_failure_keeps_current_dims"]),
     Rule("8.9", "8.9", "execute_async returns what request validation finds; what needs the kernels comes from "
          "wait_event; a failed execution's event is consumed by its first wait and counted by close_client only "
-         "while not waited for", ["execute_async", "wait_event", "close_client"], "-", "none",
-         ["after_failure", "leaks"],
+         "while not waited for; (v1.2) a device lost during the execution (a sim device_lost@N drawn at it "
+         "included) is its wait_event's DEVICE_UNAVAILABLE, and only a device lost before the call makes "
+         "execute_async return DEVICE_UNAVAILABLE at once", ["execute_async", "wait_event", "close_client"], "-",
+         "none", ["after_failure", "leaks"],
          ["async/validation_failure_makes_no_event", "deinit/async_failure_uninitializes_output",
-          "faults/kernel_fail_async"]),
+          "faults/kernel_fail_async", "faults/device_lost_async_surfaces_at_wait"]),
     Rule("8.10", "8.10", "leak report bytes: each live buffer at its current size (resized: the new size; never "
          "written with unknown dims: 0)", ["close_client"], "NONE", "none", ["leaks"],
          ["clients/leak_report_bytes", "clients/leak_report_bytes_after_shrink"]),
@@ -323,6 +330,49 @@ _rows = [
     Rule("8.12", "8.12", "handles carry unpredictable bits: among 1,000 handles of one kind issued to one client, "
          "no two differ only in their low 32 bits", ["open_client", "prepare_model", "allocate", "execute_async"],
          "-", "none", ["predictability"], ["basic/client_handles_not_neighbours"]),
+    # ---- 8. Settled points, v1.2 ----
+    Rule("8.13", "8.13", "hardware buffer geometry: a BLOB has format 0x21, height = layers = 1, width > 0, size = "
+         "width, offset 0; a non-BLOB hardware buffer has offset = size = 0, width, height, layers > 0, a known "
+         "format (at least RGBA_8888, RGB_888, R_8) and width x height x layers x bytes-per-pixel inside its file, "
+         "and request arguments on it have offset = length = 0 (the whole buffer); breaking one is INVALID_ARGUMENT "
+         "at every entry point that takes the descriptor",
+         ["prepare_model", "execute", "execute_async", "copy_from", "copy_to"], "INVALID_ARGUMENT", "both",
+         ["entry", "side", "geometry"],
+         ["pools/blob_request_and_copies", "pools/hardware_buffer_execution_io",
+          "pools/hardware_buffer_rejected_in_copies_and_model"]),
+    Rule("8.14", "8.14", "access rights: a pool read (copy_from, an execution input, a model's constants) needs "
+         "PROT_READ, one written (copy_to, an execution output) PROT_WRITE; lacking it is INVALID_ARGUMENT at "
+         "validation, before mapping, and the pool is never written; a registered pool's registered prot decides",
+         ["prepare_model", "execute", "execute_async", "copy_from", "copy_to"], "INVALID_ARGUMENT", "both",
+         ["entry", "side", "geometry"],
+         ["copy/pool_access_rights", "registered/registered_prot_decides_access"]),
+    Rule("8.15", "8.15", "models are validated whole: prepare_model and get_supported_operations refuse an invalid "
+         "model (an operand index out of range, an operand read before it is written, an operation kind that does "
+         "not exist, a parameter outside the NN HAL's range) with INVALID_ARGUMENT, even when it also holds "
+         "unsupported operations (invalid outranks unsupported)", ["get_supported_operations", "prepare_model"],
+         "INVALID_ARGUMENT", "none", ["entry", "numerics"],
+         ["models/graph_validation", "models/invalid_outranks_unsupported", "models/operation_parameters_validated",
+          "models/quant8_fully_connected_int32_bias_scale_is_valid_unsupported"]),
+    Rule("8.16", "8.16", "every failure uninitializes device outputs: OUTPUT_INSUFFICIENT_SIZE too leaves the "
+         "request's token outputs uninitialized (dims kept, 8.8), and nothing is copied into any pool output",
+         ["execute", "wait_event"], "-", "output", ["entry", "shared_pool"],
+         ["shapes/insufficient_size_uninitializes_device_output"]),
+    Rule("8.17", "8.17", "sizes never wrap: dims whose byte size does not fit 64 bits have no size, and an "
+         "offset + length or offset + size past 2^64 is no range: an argument or descriptor naming them is "
+         "INVALID_ARGUMENT, never a wrapped size that happens to match",
+         ["prepare_model", "execute", "execute_async", "copy_from", "copy_to", "allocate"], "INVALID_ARGUMENT", "both",
+         ["entry", "side", "geometry"],
+         ["execute/output_dims_byte_size_wraps_to_its_length", "pools/offset_overflow_rejected",
+          "allocate/dims_byte_size_does_not_fit_is_invalid"],
+         partial={"geometry": "a descriptor's offset + size can wrap only on a pipe, which fails the range check "
+                              "with or without the wrap (trace memories are real files of at most 1 GiB)"}),
+    Rule("8.18", "8.18", "a NULL device given to an entry point that takes one is INVALID_ARGUMENT, never a crash",
+         ["get_capabilities", "get_supported_operations", "open_client"]
+         + ALL_CALLS + ["register_memory", "unregister_memory"], "INVALID_ARGUMENT", "none", ["entry"],
+         ["basic/null_device_rejected"],
+         note="each generated trace also checks that nothing the refused call named was touched; close_device(NULL) "
+              "returns nothing (the reference ignores it) and a trace cannot call it (the replayer refuses a NULL "
+              "device for close_device)"),
 ]
 
 RULES = {r.id: r for r in _rows}
