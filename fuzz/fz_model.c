@@ -296,10 +296,14 @@ static uint64_t tok_bytes(const fz_tok *t, const fz_dims *d) {
   return t->scalar ? mdc_fz_type_size(t->type) : mdc_fz_bytes(t->type, d);
 }
 
-/* Sizes a driver may refuse: beyond the device (RESOURCE_EXHAUSTED_PERSISTENT or GENERAL_FAILURE),
- * big (also RESOURCE_EXHAUSTED_TRANSIENT), else none. */
+/* Sizes a driver may refuse: no size at all (dims whose byte size does not fit 64 bits:
+ * INVALID_ARGUMENT, SPEC 8.17 v1.2, or as beyond the device), beyond the device
+ * (RESOURCE_EXHAUSTED_PERSISTENT or GENERAL_FAILURE), big (also RESOURCE_EXHAUSTED_TRANSIENT),
+ * else none. */
 static fz_set size_refusals(const fz_state *s, uint64_t bytes) {
-  if (bytes == UINT64_MAX || bytes > s->mem_limit)
+  if (bytes == UINT64_MAX)
+    return FZ_BIT(MD_INVALID_ARGUMENT) | FZ_BIT(MD_RESOURCE_EXHAUSTED_PERSISTENT) | FZ_BIT(MD_GENERAL_FAILURE);
+  if (bytes > s->mem_limit)
     return FZ_BIT(MD_RESOURCE_EXHAUSTED_PERSISTENT) | FZ_BIT(MD_GENERAL_FAILURE);
   if (bytes > BIG_BYTES)
     return FZ_BIT(MD_RESOURCE_EXHAUSTED_TRANSIENT) | FZ_BIT(MD_RESOURCE_EXHAUSTED_PERSISTENT) |

@@ -121,10 +121,15 @@ static md_status fill_roles(const role_args *a, md__buffer *b, uint32_t desc_ran
   return MD_NONE;
 }
 
-/* The buffer's device memory: now when its dims are fully known (RESOURCE_EXHAUSTED_PERSISTENT
- * past the device's size; a fault plan's alloc_fail), else with the first write. */
+/* The buffer's device memory: now when its dims are fully known (INVALID_ARGUMENT for dims with
+ * no byte size, SPEC 8.17; RESOURCE_EXHAUSTED_PERSISTENT past the device's size; a fault plan's
+ * alloc_fail), else with the first write. */
 static md_status buffer_storage(md_device *d, md__buffer *b, uint32_t rank, const uint32_t *dims) {
   uint64_t bytes = md__type_is_scalar(b->type) ? md_operand_type_size(b->type) : md__type_bytes(b->type, rank, dims);
+  char s[96];
+  if (bytes == UINT64_MAX && !MD_MUTANT(size_wrap_unchecked))
+    return md__fail(MD_INVALID_ARGUMENT, "allocate: dims %s have no byte size: it does not fit 64 bits",
+                    md__dims_str(rank, dims, s, sizeof s));
   if (bytes == UINT64_MAX || (bytes && bytes > d->info.mem_total))
     return md__fail(MD_MUTANT(mem_limit_always_transient) ? MD_RESOURCE_EXHAUSTED_TRANSIENT /* Mutant */
                                                           : MD_RESOURCE_EXHAUSTED_PERSISTENT,
