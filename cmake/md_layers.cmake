@@ -48,10 +48,16 @@ set(MD_LAYER_LINKS
 # folder (sources of one library; not its tests/)|include roots besides the folder itself, comma-separated
 set(MD_LAYER_INCLUDES
   "runtime/include/md|runtime/include"
-  "runtime/src|runtime/include"
+  "runtime/src|runtime/src/exec,runtime/src/memory,runtime/src/objects,runtime/src/model,runtime/src/pools,runtime/src/core,runtime/include"
+  "runtime/src/exec|runtime/src/memory,runtime/src/objects,runtime/src/model,runtime/src/pools,runtime/src/core,runtime/src/kernels,runtime/include"
+  "runtime/src/memory|runtime/src/objects,runtime/src/model,runtime/src/pools,runtime/src/core,runtime/include"
+  "runtime/src/objects|runtime/src/model,runtime/src/pools,runtime/src/core,runtime/src/kernels,runtime/include"
+  "runtime/src/model|runtime/src/pools,runtime/src/core,runtime/include"
+  "runtime/src/pools|runtime/src/core,runtime/include"
+  "runtime/src/core|runtime/include"
   "runtime/src/kernels|runtime/src/kernels/shared,runtime/include"
   "runtime/src/kernels/shared|runtime/include"
-  "runtime/driver|runtime/src,runtime/include,sim/include,hip_kernels"
+  "runtime/driver|runtime/src,runtime/src/core,runtime/include,sim/include,hip_kernels"
   "sim/include/md|sim/include,runtime/include"
   "sim/src|sim/include,runtime/include"
   "sim/workloads|runtime/include"
@@ -70,8 +76,8 @@ set(MD_LAYER_INCLUDES
 )
 
 # Headers generated into a build folder (not in the source tree): an include of one is allowed
-# where its generator's folder is (runtime/CMakeLists.txt writes mutants_gen.h for runtime/src).
-set(MD_LAYER_GENERATED "runtime/src|mutants_gen.h" "runtime/driver|mutants_gen.h")
+# where its generator's folder is (runtime/CMakeLists.txt writes mutants_gen.h for runtime/src/core/mutant.h).
+set(MD_LAYER_GENERATED "runtime/src/core|mutants_gen.h" "runtime/driver|mutants_gen.h")
 
 # Project targets among a target's link libraries (generator expressions and imported or
 # external libraries left out).

@@ -1,6 +1,6 @@
 /* test_model.c - model validation: the model's arrays, operands, constants, constant pools,
- * model inputs/outputs (runtime/src/model_check.c), and the prepared model's deep copy
- * (runtime/src/model.c). */
+ * model inputs/outputs (runtime/src/model/model_check.c), and the prepared model's deep copy
+ * (runtime/src/model/model.c). */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <fcntl.h>

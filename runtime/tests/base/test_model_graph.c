@@ -1,5 +1,5 @@
 /* test_model_graph.c - model validation: operations, what they read and write, and their
- * order (runtime/src/model_check.c). */
+ * order (runtime/src/model/model_check.c). */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <string.h>

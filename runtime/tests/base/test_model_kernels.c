@@ -1,6 +1,6 @@
 /* test_model_kernels.c - model validation against the kernel registry: resolution per
  * platform, input/output counts, custom attributes, kernel checks, and the supported-operations
- * query (runtime/src/model.c). */
+ * query (runtime/src/model/model.c). */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <math.h>

@@ -12,7 +12,7 @@
 #include "mutant.h"
 #include "error.h"
 #include "exec_int.h"
-#include "kernels/kernel_ctx.h"
+#include "kernel_ctx.h"
 
 /* Per operand, while an execution runs. */
 typedef struct opnd_state {

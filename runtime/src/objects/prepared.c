@@ -5,7 +5,7 @@
 
 #include "mutant.h"
 #include "error.h"
-#include "kernels/kernel_ctx.h"
+#include "kernel_ctx.h"
 #include "objects_int.h"
 
 void md__prepared_destroy(md_device *d, md__prepared *p) {
