@@ -1,24 +1,22 @@
 /* report_html.c - index.html: one self-contained page (inline CSS and SVG, no network, readable
  * with scripts off; a few lines of inline script only sort tables). The run header and the totals
  * come first so they are on the first screen; then areas, the baseline comparison, flaky and
- * slow cases, every non-passing case, history, the mutant matrix and fuzz campaigns. The page is
- * well-formed XML as well as HTML (every element closed, attributes quoted, only XML's five
- * entities), so any XML parser can check it. Long tables stop at max_rows with a count of what
- * was left out. */
+ * slow cases, every non-passing case, history, the mutant matrix (report_mutants.c) and fuzz
+ * campaigns. The page is well-formed XML as well as HTML (every element closed, attributes
+ * quoted, only XML's five entities), so any XML parser can check it. Long tables stop at
+ * max_rows with a count of what was left out. */
 #include "report_int.h"
 
-#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mdc/svg.h"
 
-#define TEXT_CAP 600   /* characters of a message or value shown in a table cell */
+#define TEXT_CAP RP_TEXT_CAP
 #define SLOWEST 20
 #define CHANGES 20
 #define CAMPAIGNS 5
-#define MATRIX_COLS 40
 
 static const char css[] =
   ":root{--pass:#1b7f3b;--fail:#c62828;--crash:#6a1b9a;--timeout:#e65100;--ns:#78909c;--xf:#8d6e63;"
@@ -523,165 +521,6 @@ static int history(rp_report *r, FILE *f) {
   return rc < 0 ? -1 : 0;
 }
 
-/* ---- mutants ---- */
-
-typedef struct mutant_row {
-  char *name, *status, *rule, *message;
-  char **killers;
-  size_t n_killers;
-} mutant_row;
-
-static void mutants_free(mutant_row *m, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    free(m[i].name), free(m[i].status), free(m[i].rule), free(m[i].message);
-    for (size_t k = 0; k < m[i].n_killers; k++) free(m[i].killers[k]);
-    free(m[i].killers);
-  }
-  free(m);
-}
-
-static int str_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-static int mutants(rp_report *r, FILE *f) {
-  fprintf(f, "<section id=\"mutants\">\n<h2>Mutant matrix</h2>\n");
-  mdc_run_row mr;
-  int rc = mdc_store_run_find(r->store, "latest", "mutants", &mr);
-  if (rc == MDC_STORE_NOT_FOUND) {
-    fprintf(f, "<p class=\"dim\">No <code>mdc mutants</code> run in this store yet: it builds the reference driver's "
-               "mutants (each breaks one rule) and records which traces kill each.</p>\n</section>\n");
-    mdc_store_run_row_free(&mr);
-    return 0;
-  }
-  if (rc != 0) return -1;
-  /* The mutants of one run are few (one per rule broken): held whole for the matrix. */
-  mutant_row *m = NULL;
-  size_t n = 0, cap = 0;
-  char **cols = NULL;
-  size_t ncols = 0, capcols = 0;
-  mdc_case_query q = {.run_id = mr.id, .order = MDC_CASES_BY_NAME, .limit = r->max_rows};
-  mdc_case_iter *it;
-  if (mdc_store_cases_open(r->store, &q, &it) != 0) {
-    mdc_store_run_row_free(&mr);
-    return -1;
-  }
-  mdc_case_row c;
-  int ok = 1;
-  while ((rc = mdc_store_cases_next(it, &c)) == 1 && ok) {
-    if (n == cap) {
-      cap = cap ? 2 * cap : 32;
-      mutant_row *v = realloc(m, cap * sizeof *v);
-      if (!v) break;
-      m = v;
-    }
-    mutant_row *x = &m[n++];
-    memset(x, 0, sizeof *x);
-    const char *slash = strchr(c.name, '/');
-    x->name = strdup(slash ? slash + 1 : c.name);
-    x->status = strdup(c.status);
-    x->rule = c.rule ? strdup(c.rule) : NULL;
-    x->message = c.message ? strdup(c.message) : NULL;
-    json_t *d = c.details ? json_loads(c.details, 0, NULL) : NULL, *by = json_object_get(d, "killed_by"), *v;
-    size_t i;
-    x->killers = calloc(json_array_size(by) + 1, sizeof *x->killers);
-    json_array_foreach(by, i, v) {
-      if (!json_is_string(v) || !x->killers) continue;
-      const char *t = json_string_value(v);
-      x->killers[x->n_killers++] = strdup(t);
-      int seen = 0;
-      for (size_t k = 0; k < ncols && !seen; k++) seen = !strcmp(cols[k], t);
-      if (seen) continue;
-      if (ncols == capcols) {
-        capcols = capcols ? 2 * capcols : 32;
-        char **nc = realloc(cols, capcols * sizeof *nc);
-        if (!nc) {
-          ok = 0;
-          break;
-        }
-        cols = nc;
-      }
-      cols[ncols++] = strdup(t);
-    }
-    json_decref(d);
-  }
-  mdc_store_cases_close(it);
-  if (rc < 0) {
-    mutants_free(m, n);
-    for (size_t k = 0; k < ncols; k++) free(cols[k]);
-    free(cols);
-    mdc_store_run_row_free(&mr);
-    return -1;
-  }
-  if (ncols) qsort(cols, ncols, sizeof *cols, str_cmp);
-  size_t killed = 0;
-  for (size_t i = 0; i < n; i++) killed += !strcmp(m[i].status, "Pass");
-  char when[32], id[9];
-  rp_when(mr.started_at, when, sizeof when);
-  rp_short_uuid(mr.uuid, id);
-  fprintf(f, "<p><b>%zu of %zu</b> mutants killed (run <code>%s</code>, %s UTC, revision <code>", killed, n, id, when);
-  esc(f, mr.revision);
-  fprintf(f, "</code>). A mutant is the reference driver with one rule broken; a trace kills it when it passes on "
-             "the reference driver and not on the mutant. A survivor is a rule no trace checks.</p>\n");
-  int grid = ncols > 0 && ncols <= MATRIX_COLS;
-  fprintf(f, "<table class=\"matrix\"><thead><tr><th>mutant</th><th>verdict</th><th>breaks</th><th class=\"n\">killers</th>");
-  if (grid)
-    for (size_t k = 0; k < ncols; k++) {
-      fprintf(f, "<th class=\"mono\" title=\"");
-      esc(f, cols[k]);
-      fprintf(f, "\">%zu</th>", k + 1);
-    }
-  else
-    fprintf(f, "<th>killed by</th>");
-  fprintf(f, "</tr></thead>\n<tbody>\n");
-  for (size_t i = 0; i < n; i++) {
-    const mutant_row *x = &m[i];
-    int k_ = !strcmp(x->status, "Pass"), built = strcmp(x->status, "TraceError") != 0;
-    fprintf(f, "<tr><td><code>");
-    esc(f, x->name);
-    fprintf(f, "</code></td><td><span class=\"st %s\">%s</span></td><td>", k_ ? "s-Pass" : built ? "s-Fail" : "s-TraceError",
-            k_ ? "killed" : built ? "SURVIVED" : "not built");
-    rp_xml(f, x->rule, 90);
-    if (!built) {
-      fprintf(f, "<div class=\"dim\">");
-      esc(f, x->message);
-      fprintf(f, "</div>");
-    }
-    fprintf(f, "</td><td class=\"n\">%zu</td>", x->n_killers);
-    if (grid) {
-      for (size_t k = 0; k < ncols; k++) {
-        int hit = 0;
-        for (size_t j = 0; j < x->n_killers && !hit; j++) hit = !strcmp(x->killers[j], cols[k]);
-        fprintf(f, hit ? "<td class=\"hit\">&#x25CF;</td>" : "<td class=\"miss\">·</td>");
-      }
-    } else {
-      fprintf(f, "<td>");
-      for (size_t j = 0; j < x->n_killers && j < 50; j++) {
-        fprintf(f, "%s<code>", j ? " " : "");
-        esc(f, x->killers[j]);
-        fprintf(f, "</code>");
-      }
-      if (x->n_killers > 50) fprintf(f, " and %zu more", x->n_killers - 50);
-      fprintf(f, "</td>");
-    }
-    fprintf(f, "</tr>\n");
-  }
-  fprintf(f, "</tbody></table>\n");
-  if (grid) {
-    fprintf(f, "<p class=\"dim\">Columns: ");
-    for (size_t k = 0; k < ncols; k++) {
-      fprintf(f, "%s%zu <code>", k ? " · " : "", k + 1);
-      esc(f, cols[k]);
-      fprintf(f, "</code>");
-    }
-    fprintf(f, "</p>\n");
-  }
-  fprintf(f, "</section>\n");
-  mutants_free(m, n);
-  for (size_t k = 0; k < ncols; k++) free(cols[k]);
-  free(cols);
-  mdc_store_run_row_free(&mr);
-  return 0;
-}
-
 /* ---- fuzz ---- */
 
 typedef struct instance {
@@ -878,7 +717,7 @@ int rp_write_html(rp_report *r, FILE *f) {
   areas(r, f);
   baseline(r, f);
   flaky(r, f);
-  if (slowest(r, f) != 0 || failures(r, f) != 0 || history(r, f) != 0 || mutants(r, f) != 0 || fuzz(r, f) != 0) {
+  if (slowest(r, f) != 0 || failures(r, f) != 0 || history(r, f) != 0 || rp_write_mutants(r, f) != 0 || fuzz(r, f) != 0) {
     snprintf(r->err, sizeof r->err, "%s", mdc_store_error(r->store));
     return -1;
   }

@@ -2,6 +2,7 @@
  * lists it keeps, the baseline it compares with, and the functions its files share.
  *   report.c         : options, the run and its baseline, the one pass over the cases, the folder
  *   report_html.c    : index.html
+ *   report_mutants.c : its mutant matrix
  *   report_text.c    : summary.md and junit.xml, and text helpers (XML, Markdown, JSON, times)
  *   report_compare.c : mdc_report_compare */
 #ifndef MDC_REPORT_INT_H
@@ -107,6 +108,10 @@ typedef struct rp_report {
 
 /* report_html.c: the page. 0, or -1 with r->err set. */
 int rp_write_html(rp_report *r, FILE *f);
+/* Characters of a message or value the page shows in a table cell. */
+#define RP_TEXT_CAP 600
+/* report_mutants.c: the page's mutant matrix section; 0 or -1. */
+int rp_write_mutants(rp_report *r, FILE *f);
 /* report_text.c: the PR summary; 0 or -1. */
 int rp_write_summary(rp_report *r, FILE *f);
 /* report_text.c: junit.xml, head before the pass (the totals are known from counts), one

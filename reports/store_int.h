@@ -1,5 +1,8 @@
 /* store_int.h - private to the results store (reports/store*.c): the store's struct, the column
- * lists of each schema version and the error helpers its files share. */
+ * lists of each schema version and the helpers its files share. Its files: store.c (open, close,
+ * the shared helpers, small queries), store_schema.c (the schema of each version, its upgrades,
+ * the checks of a file), store_write.c (runs, cases, batches), store_fuzz.c (the fuzz tables),
+ * store_merge.c (merge), store_read.c (reads for reports). */
 #ifndef MDC_STORE_INT_H
 #define MDC_STORE_INT_H
 
@@ -9,6 +12,7 @@
 #include "mdc/store.h"
 
 #define MDC_STORE__NOW "strftime('%Y-%m-%dT%H:%M:%fZ','now')"
+#define MDC_STORE__BUSY_TIMEOUT_MS 5000
 
 /* Every column but id, in one order shared by validation, reads and merge. A v1 file lacks the
  * trailing v2 columns; reading one, the _V1_AS lists put their defaults in their place. */
@@ -57,5 +61,33 @@ int mdc_store__has_fuzz(const mdc_store *s);
 /* Fills *row from a statement whose columns from `first` are id, run_id, then CASE_COLS (v2
  * order). Strings point into the statement: valid until its next step. */
 void mdc_store__case_from_stmt(sqlite3_stmt *st, mdc_case_row *row);
+/* Runs sql on db (no rows); -1 with what and SQLite's message in s on failure. */
+int mdc_store__exec(mdc_store *s, sqlite3 *db, const char *sql, const char *what);
+/* Prepares a statement on s->db kept for the store's life; -1 with the message on failure. */
+int mdc_store__prepare(mdc_store *s, sqlite3_stmt **st, const char *sql);
+/* A store for path, not open yet; NULL with the message in err (out of memory). */
+mdc_store *mdc_store__new(const char *path, char *err, size_t errlen);
+/* Opens path read-only as a file: URI (percent-encoded where URI syntax would take it apart)
+ * with the given query ("?immutable=1"). A SQLite result code; *db may be set even on failure. */
+int mdc_store__open_uri(const char *path, const char *query, sqlite3 **db);
+
+/* store_schema.c. Reads and judges db's schema version into *version; older_ok allows an older
+ * one (to be upgraded, or read as it is). 0, or -1 with the message in s. */
+int mdc_store__check_version(mdc_store *s, sqlite3 *db, int64_t *version, int older_ok);
+/* Whether db has every table and column of its schema version; -1 names the first missing. */
+int mdc_store__check_tables(mdc_store *s, sqlite3 *db, int64_t version);
+/* Creates or upgrades s->db's schema to MDC_STORE_SCHEMA_VERSION in one transaction; on failure
+ * it is rolled back and -1 returned with the message. */
+int mdc_store__upgrade_schema(mdc_store *s);
+
+/* store_write.c. Prepares the run and case writes' statements; -1 with the message. */
+int mdc_store__prepare_writes(mdc_store *s);
+/* 0 when s may be written; else -1 saying that `what` was refused (a read-only store). */
+int mdc_store__writable(mdc_store *s, const char *what);
+/* Steps a write statement once and resets it (bindings cleared); -1 with what on error. */
+int mdc_store__step_write(mdc_store *s, sqlite3_stmt *st, const char *what);
+
+/* store_fuzz.c. Prepares the fuzz tables' writes; -1 with the message. */
+int mdc_store__prepare_fuzz(mdc_store *s);
 
 #endif

@@ -219,170 +219,225 @@ static md_attr attr_i64(const char *name, int64_t v) {
   return a;
 }
 
-int main(void) {
-  /* 1. Register the kernel for "host"; a "sim" device falls back to host kernels. */
+/* What the steps share: the driver, its simulated device and client, the model of one CUSTOM
+ * operation, the prepared model, and a request over two memfd pools. */
+typedef struct demo {
+  const md_driver *drv;
+  md_device *dev;
+  md_handle client, prepared;
+  md_attr attrs[3];
+  md_operand opnds[2];
+  md_operation op;
+  md_model model;
+  md_memory in_mem, out_mem;
+  float *in_map, *out_map;
+  md_request_pool pools[2];
+  md_request_arg in_arg, out_arg;
+  md_request req;
+  md_output_shape shape;
+  md_timing timing;
+} demo;
+
+/* 1. Register the kernel for "host"; a "sim" device falls back to host kernels. -1 when the
+ *    registration fails (nothing can run). */
+static int register_kernel(void) {
   md_kernel_def def = {.struct_size = sizeof def, .name = KERNEL_NAME, .platform = "host",
                        .min_inputs = 1, .max_inputs = 1, .n_outputs = 1,
                        .attr_specs = ss_specs, .n_attr_specs = 3,
                        .check = ss_check, .shape = ss_shape, .run = ss_run};
   if (md_kernel_register(&def) != MD_NONE) {
     fprintf(stderr, "FAIL: md_kernel_register: %s\n", md_kernel_registry_error());
-    return 1;
+    return -1;
   }
   if (md_kernel_register(&def) != MD_INVALID_ARGUMENT)
     fail("a second registration of %s was not refused", KERNEL_NAME);
   printf("registered %s for host (duplicate refused: %s)\n", KERNEL_NAME,
          md_kernel_registry_error());
+  return 0;
+}
 
-  /* 2. Open the driver, a simulated device and a client. */
-  const md_driver *drv = md_driver_entry(MD_DRIVER_ABI_VERSION);
+/* 2. Open the driver, a simulated device and a client; -1 (nothing left open) on failure. */
+static int open_sim(demo *d) {
+  d->drv = md_driver_entry(MD_DRIVER_ABI_VERSION);
+  const md_driver *drv = d->drv;
   if (!drv || drv->abi_version != MD_DRIVER_ABI_VERSION || drv->struct_size < sizeof *drv) {
     fprintf(stderr, "FAIL: md_driver_entry(%u) gave no usable driver\n", MD_DRIVER_ABI_VERSION);
-    return 1;
+    return -1;
   }
-  md_device *dev = NULL;
-  md_status s = drv->open_device("backend=sim", &dev);
+  md_status s = drv->open_device("backend=sim", &d->dev);
   if (s != MD_NONE) {
     /* last_error is per thread: it needs no device */
-    fprintf(stderr, "FAIL: open_device(backend=sim): %d %s\n", (int)s, drv->last_error(dev));
-    return 1;
+    fprintf(stderr, "FAIL: open_device(backend=sim): %d %s\n", (int)s, drv->last_error(d->dev));
+    return -1;
   }
   md_capabilities caps = {.struct_size = sizeof caps};
-  if (drv->get_capabilities(dev, &caps) == MD_NONE)
+  if (drv->get_capabilities(d->dev, &caps) == MD_NONE)
     printf("device: %s (backend %s)\n", caps.device_name, caps.backend);
-  md_handle client = 0;
-  if ((s = drv->open_client(dev, &client)) != MD_NONE) {
-    fprintf(stderr, "FAIL: open_client: %d %s\n", (int)s, drv->last_error(dev));
-    drv->close_device(dev);
-    return 1;
+  if ((s = drv->open_client(d->dev, &d->client)) != MD_NONE) {
+    fprintf(stderr, "FAIL: open_client: %d %s\n", (int)s, drv->last_error(d->dev));
+    drv->close_device(d->dev);
+    return -1;
   }
+  return 0;
+}
 
-  /* 3. A model with one CUSTOM operation; attributes sorted by name. */
-  const md_attr attrs[] = {attr_i64("clamp", 4), attr_f64("scale", 2.0), attr_f64("shift", 0.5)};
-  md_operand opnds[2];
-  md_operation op;
-  md_model model;
-  build_model(&model, opnds, &op, attrs, 3);
+/* 3. A model with one CUSTOM operation; attributes sorted by name. -1 (client and device
+ *    closed) when it cannot be prepared. */
+static int prepare_scale_shift(demo *d) {
+  const md_driver *drv = d->drv;
+  d->attrs[0] = attr_i64("clamp", 4);
+  d->attrs[1] = attr_f64("scale", 2.0);
+  d->attrs[2] = attr_f64("shift", 0.5);
+  build_model(&d->model, d->opnds, &d->op, d->attrs, 3);
   uint8_t supported = 0;
-  if ((s = drv->get_supported_operations(dev, &model, &supported)) != MD_NONE || !supported)
+  md_status s;
+  if ((s = drv->get_supported_operations(d->dev, &d->model, &supported)) != MD_NONE || !supported)
     fail("get_supported_operations: status %d, supported %u: %s", (int)s, supported,
-         drv->last_error(dev));
-  md_handle prepared = 0;
-  if ((s = drv->prepare_model(dev, client, &model, &prepared)) != MD_NONE) {
-    fprintf(stderr, "FAIL: prepare_model: %d %s\n", (int)s, drv->last_error(dev));
-    drv->close_client(dev, client, NULL);
-    drv->close_device(dev);
-    return 1;
+         drv->last_error(d->dev));
+  if ((s = drv->prepare_model(d->dev, d->client, &d->model, &d->prepared)) != MD_NONE) {
+    fprintf(stderr, "FAIL: prepare_model: %d %s\n", (int)s, drv->last_error(d->dev));
+    drv->close_client(d->dev, d->client, NULL);
+    drv->close_device(d->dev);
+    return -1;
   }
+  return 0;
+}
 
-  /* 4. Execute with input and output in memfd (ASHMEM) pools. */
-  md_memory in_mem, out_mem;
-  float *in_map, *out_map;
-  if (make_pool("custom_op.in", 6 * sizeof(float), &in_mem, &in_map) != 0 ||
-      make_pool("custom_op.out", 6 * sizeof(float), &out_mem, &out_map) != 0) {
+/* 4. Execute with input and output in memfd (ASHMEM) pools. -1 when the pools cannot be made. */
+static int execute_in_pools(demo *d) {
+  const md_driver *drv = d->drv;
+  if (make_pool("custom_op.in", 6 * sizeof(float), &d->in_mem, &d->in_map) != 0 ||
+      make_pool("custom_op.out", 6 * sizeof(float), &d->out_mem, &d->out_map) != 0) {
     perror("FAIL: memfd pool");
-    return 1;
+    return -1;
   }
   const float x[6] = {-2, -1, 0, 1, 2, 3};
   /* 2x + 0.5, clamped to [-4, 4] */
   const float want[6] = {-3.5f, -1.5f, 0.5f, 2.5f, 4.0f, 4.0f};
-  memcpy(in_map, x, sizeof x);
-  for (int i = 0; i < 6; i++) out_map[i] = -99;
-  md_request_pool pools[2] = {{.memory = in_mem}, {.memory = out_mem}};
-  md_request_arg in_arg = {.pool = 0, .offset = 0, .length = sizeof x};
-  md_request_arg out_arg = {.pool = 1, .offset = 0, .length = sizeof x};
-  md_request req = {.n_inputs = 1, .inputs = &in_arg, .n_outputs = 1, .outputs = &out_arg,
-                    .n_pools = 2, .pools = pools};
-  md_output_shape shape;
-  md_timing timing;
-  memset(&shape, 0, sizeof shape);
-  s = drv->execute(dev, client, prepared, &req, &shape, 1, &timing);
+  memcpy(d->in_map, x, sizeof x);
+  for (int i = 0; i < 6; i++) d->out_map[i] = -99;
+  d->pools[0] = (md_request_pool){.memory = d->in_mem};
+  d->pools[1] = (md_request_pool){.memory = d->out_mem};
+  d->in_arg = (md_request_arg){.pool = 0, .offset = 0, .length = sizeof x};
+  d->out_arg = (md_request_arg){.pool = 1, .offset = 0, .length = sizeof x};
+  d->req = (md_request){.n_inputs = 1, .inputs = &d->in_arg, .n_outputs = 1, .outputs = &d->out_arg,
+                        .n_pools = 2, .pools = d->pools};
+  memset(&d->shape, 0, sizeof d->shape);
+  md_status s = drv->execute(d->dev, d->client, d->prepared, &d->req, &d->shape, 1, &d->timing);
   if (s != MD_NONE) {
-    fail("execute: %d %s", (int)s, drv->last_error(dev));
-  } else {
-    if (shape.rank != 2 || shape.dims[0] != 2 || shape.dims[1] != 3 || !shape.is_sufficient)
-      fail("output shape: rank %u dims [%u,%u] sufficient %u, want [2,3] sufficient", shape.rank,
-           shape.dims[0], shape.dims[1], shape.is_sufficient);
-    printf("output [2,3]:");
-    for (int i = 0; i < 6; i++) {
-      printf(" %g", (double)out_map[i]);
-      if (out_map[i] != want[i]) fail("output[%d] = %g, want %g", i, (double)out_map[i],
-                                      (double)want[i]);
-    }
-    printf("\n");
+    fail("execute: %d %s", (int)s, drv->last_error(d->dev));
+    return 0;
   }
+  const md_output_shape *shape = &d->shape;
+  if (shape->rank != 2 || shape->dims[0] != 2 || shape->dims[1] != 3 || !shape->is_sufficient)
+    fail("output shape: rank %u dims [%u,%u] sufficient %u, want [2,3] sufficient", shape->rank,
+         shape->dims[0], shape->dims[1], shape->is_sufficient);
+  printf("output [2,3]:");
+  for (int i = 0; i < 6; i++) {
+    printf(" %g", (double)d->out_map[i]);
+    if (d->out_map[i] != want[i]) fail("output[%d] = %g, want %g", i, (double)d->out_map[i],
+                                       (double)want[i]);
+  }
+  printf("\n");
+  return 0;
+}
 
-  /* 5. The kernel reports failure through its status: 1e39 overflows float32. */
+/* 5. The kernel reports failure through its status: 1e39 overflows float32. */
+static void kernel_failure(demo *d) {
+  const md_driver *drv = d->drv;
   const md_attr big[] = {attr_f64("scale", 1e39)};
-  build_model(&model, opnds, &op, big, 1);
+  build_model(&d->model, d->opnds, &d->op, big, 1);
   md_handle prepared_big = 0;
-  if ((s = drv->prepare_model(dev, client, &model, &prepared_big)) != MD_NONE) {
-    fail("prepare_model (scale 1e39): %d %s", (int)s, drv->last_error(dev));
-  } else {
-    for (int i = 0; i < 6; i++) out_map[i] = -99;
-    memset(&shape, 0, sizeof shape);
-    s = drv->execute(dev, client, prepared_big, &req, &shape, 1, &timing);
-    const char *msg = drv->last_error(dev);
-    if (s != MD_GENERAL_FAILURE || !strstr(msg, "overflows float32"))
-      fail("execute (scale 1e39): status %d \"%s\", want GENERAL_FAILURE naming the overflow",
-           (int)s, msg);
-    else
-      printf("kernel failure reported: %s\n", msg);
-    if (shape.rank != 0) fail("a failed execution returned an output shape");
-    if (out_map[1] != -99) fail("a failed kernel wrote its output");
-    drv->release_prepared_model(dev, client, prepared_big);
+  md_status s;
+  if ((s = drv->prepare_model(d->dev, d->client, &d->model, &prepared_big)) != MD_NONE) {
+    fail("prepare_model (scale 1e39): %d %s", (int)s, drv->last_error(d->dev));
+    return;
   }
+  for (int i = 0; i < 6; i++) d->out_map[i] = -99;
+  memset(&d->shape, 0, sizeof d->shape);
+  s = drv->execute(d->dev, d->client, prepared_big, &d->req, &d->shape, 1, &d->timing);
+  const char *msg = drv->last_error(d->dev);
+  if (s != MD_GENERAL_FAILURE || !strstr(msg, "overflows float32"))
+    fail("execute (scale 1e39): status %d \"%s\", want GENERAL_FAILURE naming the overflow",
+         (int)s, msg);
+  else
+    printf("kernel failure reported: %s\n", msg);
+  if (d->shape.rank != 0) fail("a failed execution returned an output shape");
+  if (d->out_map[1] != -99) fail("a failed kernel wrote its output");
+  drv->release_prepared_model(d->dev, d->client, prepared_big);
+}
 
-  /* 6. Invalid attributes are refused at prepare: by the kernel's check (a negative clamp)
-   *    and by the runtime against the specs (a missing required one). */
+/* 6. Invalid attributes are refused at prepare: by the kernel's check (a negative clamp)
+ *    and by the runtime against the specs (a missing required one). */
+static void invalid_attributes(demo *d) {
+  const md_driver *drv = d->drv;
   const md_attr neg[] = {attr_i64("clamp", -1), attr_f64("scale", 1)};
-  build_model(&model, opnds, &op, neg, 2);
+  build_model(&d->model, d->opnds, &d->op, neg, 2);
   md_handle h = 0;
-  s = drv->prepare_model(dev, client, &model, &h);
-  if (s != MD_INVALID_ARGUMENT || !strstr(drv->last_error(dev), "clamp"))
+  md_status s = drv->prepare_model(d->dev, d->client, &d->model, &h);
+  if (s != MD_INVALID_ARGUMENT || !strstr(drv->last_error(d->dev), "clamp"))
     fail("prepare_model (clamp -1): status %d \"%s\", want INVALID_ARGUMENT naming clamp", (int)s,
-         drv->last_error(dev));
+         drv->last_error(d->dev));
   else
-    printf("check refused: %s\n", drv->last_error(dev));
-  if (s == MD_NONE) drv->release_prepared_model(dev, client, h);
+    printf("check refused: %s\n", drv->last_error(d->dev));
+  if (s == MD_NONE) drv->release_prepared_model(d->dev, d->client, h);
   const md_attr missing[] = {attr_f64("shift", 1)};
-  build_model(&model, opnds, &op, missing, 1);
-  s = drv->prepare_model(dev, client, &model, &h);
-  if (s != MD_INVALID_ARGUMENT || !strstr(drv->last_error(dev), "scale"))
+  build_model(&d->model, d->opnds, &d->op, missing, 1);
+  s = drv->prepare_model(d->dev, d->client, &d->model, &h);
+  if (s != MD_INVALID_ARGUMENT || !strstr(drv->last_error(d->dev), "scale"))
     fail("prepare_model (no scale): status %d \"%s\", want INVALID_ARGUMENT naming scale", (int)s,
-         drv->last_error(dev));
+         drv->last_error(d->dev));
   else
-    printf("runtime refused: %s\n", drv->last_error(dev));
-  if (s == MD_NONE) drv->release_prepared_model(dev, client, h);
+    printf("runtime refused: %s\n", drv->last_error(d->dev));
+  if (s == MD_NONE) drv->release_prepared_model(d->dev, d->client, h);
+}
 
-  /* 7. Unregistering hides the kernel from new models; the prepared one keeps running it. */
+/* 7. Unregistering hides the kernel from new models; the prepared one keeps running it. */
+static void unregister_kernel(demo *d) {
+  const md_driver *drv = d->drv;
   if (md_kernel_unregister(KERNEL_NAME, "host") != MD_NONE)
     fail("md_kernel_unregister: %s", md_kernel_registry_error());
-  build_model(&model, opnds, &op, attrs, 3);
-  s = drv->prepare_model(dev, client, &model, &h);
+  build_model(&d->model, d->opnds, &d->op, d->attrs, 3);
+  md_handle h = 0;
+  md_status s = drv->prepare_model(d->dev, d->client, &d->model, &h);
   if (s == MD_NONE) {
     fail("prepare_model succeeded after the kernel was unregistered");
-    drv->release_prepared_model(dev, client, h);
+    drv->release_prepared_model(d->dev, d->client, h);
   }
-  s = drv->execute(dev, client, prepared, &req, &shape, 1, &timing);
+  s = drv->execute(d->dev, d->client, d->prepared, &d->req, &d->shape, 1, &d->timing);
   if (s != MD_NONE) fail("execute of the earlier prepared model: %d %s", (int)s,
-                         drv->last_error(dev));
+                         drv->last_error(d->dev));
+}
 
-  /* 8. Clean up; nothing may be left behind. */
-  drv->release_prepared_model(dev, client, prepared);
+/* 8. Clean up; nothing may be left behind. */
+static void clean_up(demo *d) {
+  const md_driver *drv = d->drv;
+  drv->release_prepared_model(d->dev, d->client, d->prepared);
   md_leak_report leaks;
   memset(&leaks, 0xff, sizeof leaks);
-  if ((s = drv->close_client(dev, client, &leaks)) != MD_NONE)
-    fail("close_client: %d %s", (int)s, drv->last_error(dev));
+  md_status s;
+  if ((s = drv->close_client(d->dev, d->client, &leaks)) != MD_NONE)
+    fail("close_client: %d %s", (int)s, drv->last_error(d->dev));
   else if (leaks.buffers || leaks.prepared_models || leaks.events || leaks.bytes)
     fail("close_client reports leaks: %u buffers, %u prepared models, %u events, %" PRIu64
          " bytes", leaks.buffers, leaks.prepared_models, leaks.events, leaks.bytes);
-  drv->close_device(dev);
-  munmap(in_map, in_mem.size);
-  munmap(out_map, out_mem.size);
-  close(in_mem.fd);
-  close(out_mem.fd);
+  drv->close_device(d->dev);
+  munmap(d->in_map, d->in_mem.size);
+  munmap(d->out_map, d->out_mem.size);
+  close(d->in_mem.fd);
+  close(d->out_mem.fd);
+}
 
+int main(void) {
+  demo d;
+  memset(&d, 0, sizeof d);
+  if (register_kernel() != 0 || open_sim(&d) != 0 || prepare_scale_shift(&d) != 0 ||
+      execute_in_pools(&d) != 0)
+    return 1;
+  kernel_failure(&d);
+  invalid_attributes(&d);
+  unregister_kernel(&d);
+  clean_up(&d);
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;
