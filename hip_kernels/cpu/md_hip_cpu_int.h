@@ -1,6 +1,6 @@
 /* md_hip_cpu_int.h - private to the CPU execution layer (hip_kernels/cpu): what its runtime
- * (md_hip_cpu.c: memory, streams, events, errors) needs from its kernel executor
- * (md_hip_cpu_exec.c: blocks and threads as fibers). */
+ * (md_hip_cpu.c and the files named in md_hip_cpu_rt_int.h: memory, streams, events, errors)
+ * needs from its kernel executor (md_hip_cpu_exec.c: blocks and threads as fibers). */
 #ifndef MD_HIP_CPU_INT_H
 #define MD_HIP_CPU_INT_H
 

@@ -29,8 +29,8 @@
  * units (one 64-bit word per unit, in leaves allocated lazily), in which a used block's word
  * (its payload size and readiness) is all the host memory it has, about 8 bytes per live
  * allocation in all; free blocks also have a 16-byte record (their size-class list links),
- * from chunks that alloc keeps room in so that free never allocates. Details at the top of
- * sim_arena.c.
+ * from chunks that alloc keeps room in so that free never allocates. Details in
+ * sim_arena_int.h (the arena's files: sim_arena.c, sim_arena_redzone.c, sim_arena_stats.c).
  *
  * Locking. Lookups ("which allocation contains this address": copies, kernel_ptr, a launch's
  * tensor checks, its red-zone checks and its search for red-zone reads) take no lock (a check
