@@ -219,46 +219,35 @@ static md_status check_arg(md__exec *x, const char *fn, const md_request_arg *a,
   return MD_NONE;
 }
 
-md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_handle prepared,
-                          const md_request *req, md__exec **out) {
-  *out = NULL;
-  /* Sized from the request; the counts are checked against the model below. */
-  uint32_t n_in = req ? req->n_inputs : 0, n_out = req ? req->n_outputs : 0, n_pools = req ? req->n_pools : 0;
-  md__exec *x = exec_alloc(n_in, n_out, n_pools);
-  if (!x) return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "%s: out of memory", fn);
-  x->d = d;
-  x->client = client;
-  x->prepared = prepared;
-  x->n_pools = 0;   /* nothing of the pools is held yet (md__exec_free walks n_pools) */
-  /* A synchronous execution ends on this thread: its handles come from the thread's reference
-   * cache (no shared write for a handle used again); an asynchronous one holds references. */
-  x->cached = strcmp(fn, "execute") == 0;
-  x->ce.slot = x->pe.slot = -1;
-  md_status st = x->cached ? md__client_use(d, fn, client, &x->ce) : md__client_get(d, fn, client, &x->ce.e);
-  if (st != MD_NONE) goto fail;
-  st = x->cached ? md__owned_use(d, fn, "prepared model", client, prepared, MD__KIND_PREPARED, &x->pe)
-                 : md__owned_get(d, fn, "prepared model", client, prepared, MD__KIND_PREPARED, &x->pe.e);
-  if (st != MD_NONE) goto fail;
+/* md__exec_create's steps, in SPEC 4's order. Each returns the status of what it checked (with
+ * its message); what it took stays in x for md__exec_free. */
+
+/* The client and the prepared model (from the thread's reference cache for a synchronous
+ * execution, plain references for an asynchronous one), then the request's counts and arrays. */
+static md_status take_handles(md__exec *x, const char *fn, const md_request *req) {
+  md_device *d = x->d;
+  md_status st = x->cached ? md__client_use(d, fn, x->client, &x->ce) : md__client_get(d, fn, x->client, &x->ce.e);
+  if (st != MD_NONE) return st;
+  st = x->cached ? md__owned_use(d, fn, "prepared model", x->client, x->prepared, MD__KIND_PREPARED, &x->pe)
+                 : md__owned_get(d, fn, "prepared model", x->client, x->prepared, MD__KIND_PREPARED, &x->pe.e);
+  if (st != MD_NONE) return st;
   x->p = x->pe.e->obj;
   const md__model *m = x->p->model;
-  if (!req) {
-    st = md__fail(MD_INVALID_ARGUMENT, "%s: request is NULL", fn);
-    goto fail;
-  }
+  if (!req) return md__fail(MD_INVALID_ARGUMENT, "%s: request is NULL", fn);
   x->req = req;
-  if (req->n_inputs != m->n_inputs || req->n_outputs != m->n_outputs) {
-    st = md__fail(MD_INVALID_ARGUMENT, "%s: request has %u inputs and %u outputs, the model %u and %u", fn,
-                  req->n_inputs, req->n_outputs, m->n_inputs, m->n_outputs);
-    goto fail;
-  }
-  if ((req->n_inputs && !req->inputs) || (req->n_outputs && !req->outputs) || (req->n_pools && !req->pools)) {
-    st = md__fail(MD_INVALID_ARGUMENT, "%s: request %s is NULL with a non-zero count", fn,
-                  req->n_inputs && !req->inputs ? "inputs" : req->n_outputs && !req->outputs ? "outputs" : "pools");
-    goto fail;
-  }
+  if (req->n_inputs != m->n_inputs || req->n_outputs != m->n_outputs)
+    return md__fail(MD_INVALID_ARGUMENT, "%s: request has %u inputs and %u outputs, the model %u and %u", fn,
+                    req->n_inputs, req->n_outputs, m->n_inputs, m->n_outputs);
+  if ((req->n_inputs && !req->inputs) || (req->n_outputs && !req->outputs) || (req->n_pools && !req->pools))
+    return md__fail(MD_INVALID_ARGUMENT, "%s: request %s is NULL with a non-zero count", fn,
+                    req->n_inputs && !req->inputs ? "inputs" : req->n_outputs && !req->outputs ? "outputs" : "pools");
   x->n_pools = req->n_pools;
+  return MD_NONE;
+}
 
-  /* Pools: tokens and registered pools valid for this client, memories valid. */
+/* Pools: tokens and registered pools valid for this client, memories valid. */
+static md_status take_pools(md__exec *x, const char *fn, const md_request *req) {
+  md_status st = MD_NONE;
   for (uint32_t i = 0; i < x->n_pools && st == MD_NONE; i++) {
     const md_request_pool *rp = &req->pools[i];
     char buf[64];
@@ -282,84 +271,91 @@ md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_han
                       "(registered pool)", fn, i, rp->is_token);
     }
   }
-  /* Arguments: counts, dims, bounds, roles. */
+  return st;
+}
+
+/* Arguments: counts, dims, bounds, roles; then a token written by this request is used nowhere
+ * else in it (mutant output_alias_unchecked: not checked). */
+static md_status check_args(md__exec *x, const char *fn, const md_request *req) {
+  md_status st = MD_NONE;
   for (uint32_t i = 0; i < x->n_in && st == MD_NONE; i++) st = check_arg(x, fn, &req->inputs[i], 0, i, &x->in[i]);
   for (uint32_t i = 0; i < x->n_in && st == MD_NONE && MD_MUTANT(init_checked_before_outputs); i++)
     if (x->in[i].kind == ARG_TOKEN && !x->in[i].buf->initialized) /* Mutant: before the outputs are checked. */
       st = md__fail(MD_GENERAL_FAILURE, "%s: input %u: buffer is not initialized", fn, i);
   for (uint32_t i = 0; i < x->n_out && st == MD_NONE; i++) st = check_arg(x, fn, &req->outputs[i], 1, i, &x->out[i]);
-  if (st != MD_NONE) goto fail;
-
-  /* A token written by this request is used nowhere else in it (mutant output_alias_unchecked:
-   * not checked). */
+  if (st != MD_NONE) return st;
   for (uint32_t i = 0; i < x->n_out && !MD_MUTANT(output_alias_unchecked); i++) {
     if (x->out[i].kind != ARG_TOKEN) continue;
     md_token t = req->pools[x->out[i].pool].token;
     for (uint32_t j = 0; j < x->n_in + x->n_out; j++) {
       const io_arg *o = j < x->n_in ? &x->in[j] : &x->out[j - x->n_in];
       if (o == &x->out[i] || o->kind != ARG_TOKEN || req->pools[o->pool].token != t) continue;
-      st = md__fail(MD_INVALID_ARGUMENT, "%s: output %u: token " TOKFMT " is also %s %u of the request", fn, i, TOK(t),
-                    j < x->n_in ? "input" : "output", j < x->n_in ? j : j - x->n_in);
-      goto fail;
+      return md__fail(MD_INVALID_ARGUMENT, "%s: output %u: token " TOKFMT " is also %s %u of the request", fn, i,
+                      TOK(t), j < x->n_in ? "input" : "output", j < x->n_in ? j : j - x->n_in);
     }
   }
+  return MD_NONE;
+}
 
-  /* Token inputs: one snapshot of each buffer (its current dims, and its storage when it can be
-   * read), then every dims check (INVALID_ARGUMENT), then every initialization check
-   * (GENERAL_FAILURE): the role comes first, SPEC 8.5. */
+/* One token input's snapshot: its current dims combined with the argument's (*st, if still
+ * NONE, becomes their INVALID_ARGUMENT), and its storage when it can be read; the read state. */
+static md__read_state snapshot_input(md__exec *x, const char *fn, uint32_t i, md_status *st) {
+  md_device *d = x->d;
+  io_arg *a = &x->in[i];
+  if (MD_MUTANT(init_unchecked)) {
+    /* Mutant: an uninitialized buffer's storage is read as it is. */
+    md__spin_lock(&a->buf->lock);
+    a->rd = a->buf->st;
+    if (a->rd) md__ref_get(&a->rd->ref);
+    md__spin_unlock(&a->buf->lock);
+    return a->rd ? MD__READ_OK : MD__READ_UNINITIALIZED;
+  }
+  uint32_t rank, dims[MD_MAX_RANK], axis;
+  if (MD_MUTANT(async_init_deferred) && !strcmp(fn, "execute_async")) {
+    /* Mutant: execute_async reads what the buffer holds and lets the run find it uninitialized. */
+    md__spin_lock(&a->buf->lock);
+    bool ready = a->buf->initialized;
+    a->rd = a->buf->st;
+    if (a->rd) md__ref_get(&a->rd->ref);
+    md__spin_unlock(&a->buf->lock);
+    if (a->rd && !ready) {
+      x->inject = MD_GENERAL_FAILURE;
+      snprintf(x->inject_msg, sizeof x->inject_msg, "input %u: buffer is not initialized", i);
+      return MD__READ_OK;
+    }
+    md__storage_put(d, a->rd);
+    a->rd = NULL;
+  }
+  /* A synchronous execution reads through its thread's pin on the storage (no shared
+   * count moves); an async one, whose handles are plain references, takes a reference. */
+  bool again = false;   /* the same pool read by an earlier input: its pin may not move */
+  for (uint32_t j = 0; j < i; j++) again |= x->in[j].kind == ARG_TOKEN && x->in[j].pool == a->pool;
+  void **pin = x->cached && !again ? md__use_pin(&x->tok[a->pool]) : NULL;
+  md__read_state rs = md__buffer_read_pinned(d, a->buf, pin, &a->rd, &rank, dims);
+  a->rd_pinned = pin && rs == MD__READ_OK;
+  if (MD_MUTANT(input_dims_vs_initial)) { /* Mutant: combined with the buffer's initial dims. */
+    rank = a->buf->init_rank;
+    if (rank) memcpy(dims, md__buf_init_dims(a->buf), rank * sizeof *dims);
+  }
+  if (*st == MD_NONE && md__dims_combine(a->rank, a->dims, rank, dims, &a->rank, a->dims, &axis)) {
+    char s1[64], s2[64];
+    *st = md__fail(MD_INVALID_ARGUMENT, "%s: input %u: token " TOKFMT ": dims %s do not combine with the buffer's %s",
+                   fn, i, TOK(x->req->pools[a->pool].token), md__dims_str(a->rank, a->dims, s1, sizeof s1),
+                   md__dims_str(rank, dims, s2, sizeof s2));
+  }
+  return rs;
+}
+
+/* Token inputs: one snapshot of each buffer (its current dims, and its storage when it can be
+ * read), then every dims check (INVALID_ARGUMENT), then every initialization check
+ * (GENERAL_FAILURE): the role comes first, SPEC 8.5. */
+static md_status snapshot_inputs(md__exec *x, const char *fn, const md_request *req) {
   md__read_state *rs = NULL, rs_small[8];
   if (x->n_in) rs = x->n_in <= 8 ? rs_small : malloc(x->n_in * sizeof *rs);
-  if (x->n_in && !rs) {
-    st = md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "%s: out of memory", fn);
-    goto fail;
-  }
-  for (uint32_t i = 0; i < x->n_in; i++) {
-    io_arg *a = &x->in[i];
-    if (a->kind != ARG_TOKEN) continue;
-    if (MD_MUTANT(init_unchecked)) {
-      /* Mutant: an uninitialized buffer's storage is read as it is. */
-      md__spin_lock(&a->buf->lock);
-      a->rd = a->buf->st;
-      if (a->rd) md__ref_get(&a->rd->ref);
-      md__spin_unlock(&a->buf->lock);
-      rs[i] = a->rd ? MD__READ_OK : MD__READ_UNINITIALIZED;
-      continue;
-    }
-    uint32_t rank, dims[MD_MAX_RANK], axis;
-    if (MD_MUTANT(async_init_deferred) && !strcmp(fn, "execute_async")) {
-      /* Mutant: execute_async reads what the buffer holds and lets the run find it uninitialized. */
-      md__spin_lock(&a->buf->lock);
-      bool ready = a->buf->initialized;
-      a->rd = a->buf->st;
-      if (a->rd) md__ref_get(&a->rd->ref);
-      md__spin_unlock(&a->buf->lock);
-      if (a->rd && !ready) {
-        x->inject = MD_GENERAL_FAILURE;
-        snprintf(x->inject_msg, sizeof x->inject_msg, "input %u: buffer is not initialized", i);
-        rs[i] = MD__READ_OK;
-        continue;
-      }
-      md__storage_put(d, a->rd);
-      a->rd = NULL;
-    }
-    /* A synchronous execution reads through its thread's pin on the storage (no shared
-     * count moves); an async one, whose handles are plain references, takes a reference. */
-    bool again = false;   /* the same pool read by an earlier input: its pin may not move */
-    for (uint32_t j = 0; j < i; j++) again |= x->in[j].kind == ARG_TOKEN && x->in[j].pool == a->pool;
-    void **pin = x->cached && !again ? md__use_pin(&x->tok[a->pool]) : NULL;
-    rs[i] = md__buffer_read_pinned(d, a->buf, pin, &a->rd, &rank, dims);
-    a->rd_pinned = pin && rs[i] == MD__READ_OK;
-    if (MD_MUTANT(input_dims_vs_initial)) { /* Mutant: combined with the buffer's initial dims. */
-      rank = a->buf->init_rank;
-      if (rank) memcpy(dims, md__buf_init_dims(a->buf), rank * sizeof *dims);
-    }
-    if (st == MD_NONE && md__dims_combine(a->rank, a->dims, rank, dims, &a->rank, a->dims, &axis)) {
-      char s1[64], s2[64];
-      st = md__fail(MD_INVALID_ARGUMENT, "%s: input %u: token " TOKFMT ": dims %s do not combine with the buffer's %s",
-                    fn, i, TOK(req->pools[a->pool].token), md__dims_str(a->rank, a->dims, s1, sizeof s1),
-                    md__dims_str(rank, dims, s2, sizeof s2));
-    }
-  }
+  if (x->n_in && !rs) return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "%s: out of memory", fn);
+  md_status st = MD_NONE;
+  for (uint32_t i = 0; i < x->n_in; i++)
+    if (x->in[i].kind == ARG_TOKEN) rs[i] = snapshot_input(x, fn, i, &st);
   for (uint32_t i = 0; i < x->n_in && st == MD_NONE; i++) {
     io_arg *a = &x->in[i];
     if (a->kind != ARG_TOKEN || rs[i] == MD__READ_OK) continue;
@@ -369,17 +365,19 @@ md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_han
                                                     : "buffer is being written by another call");
   }
   if (rs != rs_small) free(rs);
-  if (st != MD_NONE) goto fail;
+  return st;
+}
 
-  /* Map the memory pools last: a pool that cannot be mapped is GENERAL_FAILURE. */
+/* Maps the memory pools, last: a pool that cannot be mapped is GENERAL_FAILURE. */
+static md_status map_pools(md__exec *x, const char *fn, const md_request *req) {
   md__client *c = x->ce.e->obj;
   for (uint32_t i = 0; i < x->n_pools; i++) {
+    char buf[64];
     if (x->reg[i].e && MD_MUTANT(registered_pool_rereads_fd)) {
       /* Mutant: the pool is mapped again through the fd number it was registered with. */
-      char buf[64];
-      st = md__pool_acquire(c->pools, &((const md__regpool *)x->reg[i].e->obj)->mem, MD__POOL_IO,
-                            pool_what(fn, i, buf, sizeof buf), NULL, &x->maps[i]);
-      if (st != MD_NONE) goto fail;
+      md_status st = md__pool_acquire(c->pools, &((const md__regpool *)x->reg[i].e->obj)->mem, MD__POOL_IO,
+                                      pool_what(fn, i, buf, sizeof buf), NULL, &x->maps[i]);
+      if (st != MD_NONE) return st;
       continue;
     }
     if (x->reg[i].e) {
@@ -389,54 +387,84 @@ md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_han
       continue;
     }
     if (req->pools[i].is_token) continue;
-    char buf[64];
-    st = md__pool_acquire(c->pools, &req->pools[i].memory, MD__POOL_IO, pool_what(fn, i, buf, sizeof buf),
-                          &x->plans[i], &x->maps[i]);
-    if (st != MD_NONE) goto fail;
+    md_status st = md__pool_acquire(c->pools, &req->pools[i].memory, MD__POOL_IO, pool_what(fn, i, buf, sizeof buf),
+                                    &x->plans[i], &x->maps[i]);
+    if (st != MD_NONE) return st;
   }
-  /* The backend's fault point (fault plans count valid executions): kernel_fail is reported
-   * by this execution's first kernel; stall parks an async execution until it is released
-   * (exec_async.c; a synchronous one runs as usual); device_lost fails a synchronous call
-   * itself and an async one from its wait (SPEC 8.9, v1.2: the device is lost during the
-   * execution; the call returns NONE and an event). */
-  st = md__fault_point(d, MD_FAULT_EXECUTION, fn);
+  return MD_NONE;
+}
+
+/* The backend's fault point (fault plans count valid executions): kernel_fail is reported by
+ * this execution's first kernel; stall parks an async execution until it is released
+ * (exec_async.c; a synchronous one runs as usual); device_lost fails a synchronous call itself
+ * and an async one from its wait (SPEC 8.9, v1.2: the device is lost during the execution; the
+ * call returns NONE and an event). */
+static md_status pass_fault_point(md__exec *x, const char *fn) {
+  md_status st = md__fault_point(x->d, MD_FAULT_EXECUTION, fn);
   if (st == MD_GENERAL_FAILURE || (st == MD_DEVICE_UNAVAILABLE && !x->cached && !MD_MUTANT(async_device_lost_at_call))) {
     x->inject = st;
     snprintf(x->inject_msg, sizeof x->inject_msg, "%s", md__last_error());
     md__clear_error();
-    st = MD_NONE;
-  } else if (st == MD_MISSED_DEADLINE_TRANSIENT) {
+    return MD_NONE;
+  }
+  if (st == MD_MISSED_DEADLINE_TRANSIENT) {
     x->stall = true;
     md__clear_error();
-    st = MD_NONE;
+    return MD_NONE;
   }
-  if (st != MD_NONE) goto fail;
+  return st;
+}
+
+/* SPEC 4: a failed execution leaves every device output of the request uninitialized, also when
+ * it fails before running: the outputs whose tokens were resolved, and, when it failed before
+ * resolving them (argument counts, the prepared model), every output naming a live token of
+ * this client, looked up quietly (the failure's message stays). */
+static void uninit_outputs(md__exec *x, const char *fn, const md_request *req) {
+  md_device *d = x->d;
+  if (!req || !x->ce.e || !req->outputs || !req->pools || MD_MUTANT(no_deinit) ||
+      (MD_MUTANT(async_failure_keeps_outputs) && !strcmp(fn, "execute_async"))) /* Mutant: sync only. */
+    return;
+  for (uint32_t i = 0; i < req->n_outputs; i++) {
+    const md_request_arg *a = &req->outputs[i];
+    if (a->has_no_value || a->pool >= req->n_pools || req->pools[a->pool].is_token != 1) continue;
+    if (a->pool < x->n_pools && x->tok[a->pool].e) {
+      md__buffer_uninit(x->tok[a->pool].e->obj);
+      continue;
+    }
+    md__hentry *te = md__handle_get(&d->ht, req->pools[a->pool].token, MD__KIND_BUFFER);
+    if (!te) continue;
+    if (te->owner == x->client) md__buffer_uninit(te->obj);
+    md__handle_put(&d->ht, te);
+  }
+}
+
+md_status md__exec_create(md_device *d, const char *fn, md_handle client, md_handle prepared,
+                          const md_request *req, md__exec **out) {
+  *out = NULL;
+  /* Sized from the request; the counts are checked against the model (take_handles). */
+  uint32_t n_in = req ? req->n_inputs : 0, n_out = req ? req->n_outputs : 0, n_pools = req ? req->n_pools : 0;
+  md__exec *x = exec_alloc(n_in, n_out, n_pools);
+  if (!x) return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "%s: out of memory", fn);
+  x->d = d;
+  x->client = client;
+  x->prepared = prepared;
+  x->n_pools = 0;   /* nothing of the pools is held yet (md__exec_free walks n_pools) */
+  /* A synchronous execution ends on this thread: its handles come from the thread's reference
+   * cache (no shared write for a handle used again); an asynchronous one holds references. */
+  x->cached = strcmp(fn, "execute") == 0;
+  x->ce.slot = x->pe.slot = -1;
+  md_status st;
+  if ((st = take_handles(x, fn, req)) != MD_NONE || (st = take_pools(x, fn, req)) != MD_NONE ||
+      (st = check_args(x, fn, req)) != MD_NONE || (st = snapshot_inputs(x, fn, req)) != MD_NONE ||
+      (st = map_pools(x, fn, req)) != MD_NONE || (st = pass_fault_point(x, fn)) != MD_NONE) {
+    uninit_outputs(x, fn, req);
+    md__exec_free(x);
+    return st;
+  }
   if (MD_MUTANT(release_under_kernel) && strcmp(fn, "execute_async") == 0) { /* Mutant: an async execution drops its prepared model. */
     md__handle_unuse(&d->ht, &x->pe);
   }
   x->req = NULL;
   *out = x;
   return MD_NONE;
-
-fail:
-  /* SPEC 4: a failed execution leaves every device output of the request uninitialized, also
-   * when it fails before running: the outputs whose tokens were resolved, and, when it failed
-   * before resolving them (argument counts, the prepared model), every output naming a live
-   * token of this client, looked up quietly (the failure's message stays). */
-  if (req && x->ce.e && req->outputs && req->pools && !MD_MUTANT(no_deinit) &&
-      !(MD_MUTANT(async_failure_keeps_outputs) && !strcmp(fn, "execute_async"))) /* Mutant: sync only. */
-    for (uint32_t i = 0; i < req->n_outputs; i++) {
-      const md_request_arg *a = &req->outputs[i];
-      if (a->has_no_value || a->pool >= req->n_pools || req->pools[a->pool].is_token != 1) continue;
-      if (a->pool < x->n_pools && x->tok[a->pool].e) {
-        md__buffer_uninit(x->tok[a->pool].e->obj);
-        continue;
-      }
-      md__hentry *te = md__handle_get(&d->ht, req->pools[a->pool].token, MD__KIND_BUFFER);
-      if (!te) continue;
-      if (te->owner == client) md__buffer_uninit(te->obj);
-      md__handle_put(&d->ht, te);
-    }
-  md__exec_free(x);
-  return st;
 }

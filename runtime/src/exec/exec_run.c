@@ -258,26 +258,11 @@ typedef struct pending {
 
 /* Computes output dims, places the outputs and runs one operation.
  * With `pl` (asynchronous), the kernel is queued and left running: see `pending`. */
-static md_status run_op(md__exec *x, md__exec_ctx *ctx, md_stream *stream, uint32_t n, pending *pl,
-                        uint64_t *dev_ns) {
-  opnd_state *os = ctx->os;
-  md_device *d = x->d;
-  const md__model *m = x->p->model;
-  const md__operation *op = &m->operations[n];
-  const md_kernel_def *k = op->kernel;
-  md_operand_info info[2 * 64];
-  md_operand_info *ii = op->n_inputs + op->n_outputs <= 128 ? info : malloc((op->n_inputs + op->n_outputs) * sizeof *ii);
-  md_tensor tens[2 * 64];
-  md_tensor *tt = !pl && op->n_inputs + op->n_outputs <= 128 ? tens : malloc((op->n_inputs + op->n_outputs) * sizeof *tt);
-  md_tensor_shape shp[16];
-  md_tensor_shape *sh = op->n_outputs <= 16 ? shp : malloc(op->n_outputs * sizeof *sh);
-  md_status st = MD_NONE;
-  md_kernel_status kst;
-  char s1[64], s2[64];
-  if (!ii || !tt || !sh) {
-    st = md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "out of host memory");
-    goto out;
-  }
+/* run_op's steps. */
+
+/* What the kernel's check and shape function see of each operand of operation op: inputs as the
+ * run has them (dims, and the value of a host operand), outputs as the model declares them. */
+static void describe_operands(const md__model *m, const md__operation *op, const opnd_state *os, md_operand_info *ii) {
   for (uint32_t j = 0; j < op->n_inputs + op->n_outputs; j++) {
     uint32_t oi = j < op->n_inputs ? op->inputs[j] : op->outputs[j - op->n_inputs];
     const md__operand *o = &m->operands[oi];
@@ -298,90 +283,93 @@ static md_status run_op(md__exec *x, md__exec_ctx *ctx, md_stream *stream, uint3
       f->dims = o->dims;
     }
   }
-  md_op_sig sig = {op->n_inputs, ii, op->n_outputs, ii + op->n_inputs, op->n_attrs, op->attrs};
-  memset(&kst, 0, sizeof kst);
+}
+
+/* The dims of op's outputs into sh: the kernel's shape function, or the model's dims (which must
+ * then be fully known). */
+static md_status infer_shapes(const md__model *m, const md__operation *op, const md_kernel_def *k,
+                              const md_op_sig *sig, md_tensor_shape *sh, md_kernel_status *kst) {
+  char s1[64];
   if (k->shape) {
     memset(sh, 0, op->n_outputs * sizeof *sh);
-    st = k->shape(&sig, sh, &kst, k->user);
-    if (st != MD_NONE) {
-      /* Inconsistent execution dims or parameters are the request's fault: INVALID_ARGUMENT
-       * passes through (docs/execution.md). */
-      st = md__fail(st, "%s", kst.message[0] ? kst.message : "output shape inference failed");
-      goto out;
-    }
-  } else {
-    for (uint32_t j = 0; j < op->n_outputs; j++) {
-      const md__operand *o = &m->operands[op->outputs[j]];
-      if (!md__type_is_scalar(o->type) && !md__dims_known(o->rank, o->dims)) {
-        st = md__fail(MD_GENERAL_FAILURE, "output %u: kernel has no shape function and the model's dims %s are not fully known",
-                      j, md__dims_str(o->rank, o->dims, s1, sizeof s1));
-        goto out;
-      }
-      sh[j].rank = o->rank;
-      memcpy(sh[j].dims, o->dims, o->rank * sizeof *o->dims);
-    }
+    md_status st = k->shape(sig, sh, kst, k->user);
+    /* Inconsistent execution dims or parameters are the request's fault: INVALID_ARGUMENT
+     * passes through (docs/execution.md). */
+    if (st != MD_NONE) return md__fail(st, "%s", kst->message[0] ? kst->message : "output shape inference failed");
+    return MD_NONE;
   }
-  /* Place each output: the computed dims must agree with the model and the request. */
   for (uint32_t j = 0; j < op->n_outputs; j++) {
-    uint32_t oi = op->outputs[j];
-    const md__operand *o = &m->operands[oi];
-    opnd_state *s = &os[oi];
-    uint32_t rank = 0, dims[MD_MAX_RANK], axis;
-    if (md__dims_combine(o->rank, o->dims, sh[j].rank, sh[j].dims, &rank, dims, &axis) ||
-        (!md__type_is_scalar(o->type) && rank != sh[j].rank)) {
-      st = md__fail(MD_GENERAL_FAILURE, "output %u (operand %u): produced dims %s do not match the model's %s", j, oi,
-                    md__dims_str(sh[j].rank, sh[j].dims, s1, sizeof s1), md__dims_str(o->rank, o->dims, s2, sizeof s2));
-      goto out;
-    }
-    s->rank = sh[j].rank;
-    memcpy(s->dims, sh[j].dims, sizeof s->dims);
-    s->bytes = md__opnd_bytes(o->type, s->rank, s->dims);
-    s->has_value = true;
-    if (s->bytes == UINT64_MAX) {
-      st = md__fail(MD_GENERAL_FAILURE, "output %u (operand %u): dims %s overflow", j, oi, md__dims_str(s->rank, s->dims, s1, sizeof s1));
-      goto out;
-    }
-    if (o->lifetime == MD_SUBGRAPH_OUTPUT) {
-      const io_arg *a = &x->out[o->io_index];
-      /* (Mutant fixed_dims_resized: a buffer with fixed dims takes the produced ones.) */
-      if (a->kind != ARG_NONE && md__dims_combine(a->rank, a->dims, s->rank, s->dims, &rank, dims, &axis) &&
-          !MD_MUTANT(fixed_dims_resized)) {
-        st = md__fail(MD_GENERAL_FAILURE, "output %u: produced dims %s do not match the requested %s%s", o->io_index,
+    const md__operand *o = &m->operands[op->outputs[j]];
+    if (!md__type_is_scalar(o->type) && !md__dims_known(o->rank, o->dims))
+      return md__fail(MD_GENERAL_FAILURE, "output %u: kernel has no shape function and the model's dims %s are not fully known",
+                      j, md__dims_str(o->rank, o->dims, s1, sizeof s1));
+    sh[j].rank = o->rank;
+    memcpy(sh[j].dims, o->dims, o->rank * sizeof *o->dims);
+  }
+  return MD_NONE;
+}
+
+/* Places output j of op with produced dims sh: the dims must agree with the model and the
+ * request; a token output is written in its buffer, a host one in host memory, the others in
+ * device memory of the context. */
+static md_status place_output(md__exec *x, md__exec_ctx *ctx, const md__operation *op, uint32_t j,
+                              const md_tensor_shape *sh) {
+  md_device *d = x->d;
+  const md__model *m = x->p->model;
+  char s1[64], s2[64];
+  uint32_t oi = op->outputs[j];
+  const md__operand *o = &m->operands[oi];
+  opnd_state *s = &ctx->os[oi];
+  uint32_t rank = 0, dims[MD_MAX_RANK], axis;
+  if (md__dims_combine(o->rank, o->dims, sh->rank, sh->dims, &rank, dims, &axis) ||
+      (!md__type_is_scalar(o->type) && rank != sh->rank))
+    return md__fail(MD_GENERAL_FAILURE, "output %u (operand %u): produced dims %s do not match the model's %s", j, oi,
+                    md__dims_str(sh->rank, sh->dims, s1, sizeof s1), md__dims_str(o->rank, o->dims, s2, sizeof s2));
+  s->rank = sh->rank;
+  memcpy(s->dims, sh->dims, sizeof s->dims);
+  s->bytes = md__opnd_bytes(o->type, s->rank, s->dims);
+  s->has_value = true;
+  if (s->bytes == UINT64_MAX)
+    return md__fail(MD_GENERAL_FAILURE, "output %u (operand %u): dims %s overflow", j, oi, md__dims_str(s->rank, s->dims, s1, sizeof s1));
+  if (o->lifetime == MD_SUBGRAPH_OUTPUT) {
+    const io_arg *a = &x->out[o->io_index];
+    /* (Mutant fixed_dims_resized: a buffer with fixed dims takes the produced ones.) */
+    if (a->kind != ARG_NONE && md__dims_combine(a->rank, a->dims, s->rank, s->dims, &rank, dims, &axis) &&
+        !MD_MUTANT(fixed_dims_resized))
+      return md__fail(MD_GENERAL_FAILURE, "output %u: produced dims %s do not match the requested %s%s", o->io_index,
                       md__dims_str(s->rank, s->dims, s1, sizeof s1), md__dims_str(a->rank, a->dims, s2, sizeof s2),
                       a->kind == ARG_TOKEN ? " (the buffer's dims are fixed)" : "");
-        goto out;
-      }
-      if (a->kind == ARG_TOKEN && !s->host) {
-        unpin_output(x, a);
-        st = md__buffer_write_begin(d, a->buf, s->bytes, &s->w);
-        if (st != MD_NONE) {
-          md__fail_prefix(st, "output %u", o->io_index);
-          goto out;
-        }
-        s->w_out = (int)o->io_index;
-        s->dev = s->w.st->mem;
-        continue;
-      }
-    }
-    if (s->host) {
-      s->hptr = calloc(1, s->bytes ? s->bytes : 1);
-      if (!s->hptr) {
-        st = md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "operand %u: out of host memory", oi);
-        goto out;
-      }
-      s->own_host = true;
-    } else {
-      st = ctx_dev(d, ctx, oi, s->bytes, &s->dev);
-      if (st != MD_NONE) {
-        md__fail(st, "operand %u: cannot allocate %llu bytes of device memory", oi, (unsigned long long)s->bytes);
-        goto out;
-      }
+    if (a->kind == ARG_TOKEN && !s->host) {
+      unpin_output(x, a);
+      md_status st = md__buffer_write_begin(d, a->buf, s->bytes, &s->w);
+      if (st != MD_NONE) return md__fail_prefix(st, "output %u", o->io_index);
+      s->w_out = (int)o->io_index;
+      s->dev = s->w.st->mem;
+      return MD_NONE;
     }
   }
-  for (uint32_t j = 0; j < op->n_inputs + op->n_outputs; j++) {
-    uint32_t oi = j < op->n_inputs ? op->inputs[j] : op->outputs[j - op->n_inputs];
-    tensor_of(d, &m->operands[oi], &os[oi], &tt[j]);
+  if (s->host) {
+    s->hptr = calloc(1, s->bytes ? s->bytes : 1);
+    if (!s->hptr) return md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "operand %u: out of host memory", oi);
+    s->own_host = true;
+    return MD_NONE;
   }
+  md_status st = ctx_dev(d, ctx, oi, s->bytes, &s->dev);
+  if (st != MD_NONE)
+    return md__fail(st, "operand %u: cannot allocate %llu bytes of device memory", oi, (unsigned long long)s->bytes);
+  return MD_NONE;
+}
+
+static md_status place_outputs(md__exec *x, md__exec_ctx *ctx, const md__operation *op, const md_tensor_shape *sh) {
+  for (uint32_t j = 0; j < op->n_outputs; j++) {
+    md_status st = place_output(x, ctx, op, j, &sh[j]);
+    if (st != MD_NONE) return st;
+  }
+  return MD_NONE;
+}
+
+/* The mutants that change what a kernel is given (no-ops in the reference driver). */
+static void mutate_args(const md__operation *op, md_tensor *tt) {
   if (MD_MUTANT(sub_first_broadcast_swapped) && !strcmp(op->name, "SUB") && tt[0].bytes < tt[1].bytes) {
     md_tensor sw = tt[0]; /* Mutant: the broadcast operand goes second, as if SUB commuted. */
     tt[0] = tt[1];
@@ -400,6 +388,37 @@ static md_status run_op(md__exec *x, md__exec_ctx *ctx, md_stream *stream, uint3
     memcpy(&a, tt[op->n_inputs - 1].data, sizeof a);
     if (a < 0 && a + (int32_t)tt[0].rank - 1 >= -1) tt[op->n_inputs - 1].data = (void *)&mut_vals[a + (int32_t)tt[0].rank];
   }
+}
+
+static md_status run_op(md__exec *x, md__exec_ctx *ctx, md_stream *stream, uint32_t n, pending *pl,
+                        uint64_t *dev_ns) {
+  opnd_state *os = ctx->os;
+  md_device *d = x->d;
+  const md__model *m = x->p->model;
+  const md__operation *op = &m->operations[n];
+  const md_kernel_def *k = op->kernel;
+  md_operand_info info[2 * 64];
+  md_operand_info *ii = op->n_inputs + op->n_outputs <= 128 ? info : malloc((op->n_inputs + op->n_outputs) * sizeof *ii);
+  md_tensor tens[2 * 64];
+  md_tensor *tt = !pl && op->n_inputs + op->n_outputs <= 128 ? tens : malloc((op->n_inputs + op->n_outputs) * sizeof *tt);
+  md_tensor_shape shp[16];
+  md_tensor_shape *sh = op->n_outputs <= 16 ? shp : malloc(op->n_outputs * sizeof *sh);
+  md_status st = MD_NONE;
+  md_kernel_status kst;
+  if (!ii || !tt || !sh) {
+    st = md__fail(MD_RESOURCE_EXHAUSTED_TRANSIENT, "out of host memory");
+    goto out;
+  }
+  describe_operands(m, op, os, ii);
+  md_op_sig sig = {op->n_inputs, ii, op->n_outputs, ii + op->n_inputs, op->n_attrs, op->attrs};
+  memset(&kst, 0, sizeof kst);
+  if ((st = infer_shapes(m, op, k, &sig, sh, &kst)) != MD_NONE) goto out;
+  if ((st = place_outputs(x, ctx, op, sh)) != MD_NONE) goto out;
+  for (uint32_t j = 0; j < op->n_inputs + op->n_outputs; j++) {
+    uint32_t oi = j < op->n_inputs ? op->inputs[j] : op->outputs[j - op->n_inputs];
+    tensor_of(d, &m->operands[oi], &os[oi], &tt[j]);
+  }
+  mutate_args(op, tt);
   md_kernel_ctx kctx_own;
   md_kernel_ctx *kctx = pl ? &pl->kctx : &kctx_own;
   md__kctx_init(kctx, MD__KCTX_DEFAULT_LIMIT);
