@@ -1,6 +1,6 @@
 /* fz_run.h - private to fuzz/: the harness core. Runs a program against a driver through its
  * md_driver table, judging every call with the state model (fz_model.h), and runs a concurrent
- * block's lanes on real threads in the order the program gives (fz_run.c).
+ * block's lanes on real threads in the order the program gives (fz_run*.c).
  *
  * The device is opened by the first run and kept (tokens, shapes: a device per run, below): each run
  * ends by putting it back to holding nothing through the ABI (waiting for its events, closing

@@ -19,7 +19,7 @@ typedef struct fz_vcheck {
   float v[FZ_EVAL_MAX * 2];
 } fz_vcheck;
 
-/* What a run saw of one call (fz_run.c fills them). */
+/* What a run saw of one call (fz_run_call.c fills them). */
 typedef struct fz_outcome {
   uint8_t ran;                   /* the call was made */
   md_status got;
