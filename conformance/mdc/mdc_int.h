@@ -126,6 +126,12 @@ typedef struct mdc_cli__replay_opts {
   const char *kind;          /* run kind in the store: "replay", "mutants" */
   double timeout_s;
   uint32_t shard_i, shard_n;
+  /* --include / --exclude GLOB (fnmatch on the trace's name, '*' crossing '/'): a trace runs
+   * when it matches an include (or none is given) and no exclude; the others are not cases. */
+#define MDC_CLI_MAX_GLOBS 64
+  const char *include[MDC_CLI_MAX_GLOBS], *exclude[MDC_CLI_MAX_GLOBS];
+  uint32_t n_include, n_exclude;
+  size_t n_filtered;           /* traces left out by them (set by the run) */
   int jobs;
   int json, quiet, rerun_failures;
   int verbose;               /* each event of each case on stderr (mdc replay -v) */

@@ -9,6 +9,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -201,6 +202,7 @@ static void summary(FILE *f, const mdc_cli__replay_opts *o, const mdc_cli__run *
   fprintf(f, "mdc replay: %zu case%s in %.2f s, driver %s %s, backend %s", run->n, run->n == 1 ? "" : "s",
           run->duration_s, run->driver_name, run->driver_version, run->backend);
   if (o->shard_n > 1) fprintf(f, ", shard %u/%u", o->shard_i, o->shard_n);
+  if (o->n_filtered) fprintf(f, ", %zu trace%s left out by --include/--exclude", o->n_filtered, o->n_filtered == 1 ? "" : "s");
   if (o->db) fprintf(f, "\n  results: %s (run %s)", o->db, run->uuid);
   fprintf(f, "\n\n  %-16s %5s\n", "status", "cases");
   for (int s = 0; s < MDC_S_COUNT; s++)
@@ -273,6 +275,7 @@ static void print_json(const mdc_cli__replay_opts *o, const mdc_cli__run *run, i
       o->config, "results", res);
   if (o->diff_a) json_object_set_new(j, "differential", json_pack("[s,s]", o->diff_a, o->diff_b));
   if (o->shard_n > 1) json_object_set_new(j, "shard", json_pack("[i,i]", (int)o->shard_i, (int)o->shard_n));
+  if (o->n_include || o->n_exclude) json_object_set_new(j, "left_out", json_integer((json_int_t)o->n_filtered));
   /* Peak resident sets: this process (the runner) and the largest child (a case). */
   struct rusage self, kids;
   getrusage(RUSAGE_SELF, &self);
@@ -326,9 +329,18 @@ static int store_case(mdc_store *store, int *store_ok, const mdc_cli__case *c, m
 
 /* ---- the steps of a run ------------------------------------------------------------------- */
 
-/* The cases: every trace named by its header, in path order; the shard keeps its share. Takes
- * the strings of *paths. A baseline entry that names no case is warned about. 0, or -1. */
-static int make_cases(const mdc_cli__replay_opts *o, const char *who, mdc_cli__paths *paths,
+/* Whether --include/--exclude select the trace named name. */
+static int selected(const mdc_cli__replay_opts *o, const char *name) {
+  int in = o->n_include == 0;
+  for (uint32_t i = 0; i < o->n_include && !in; i++) in = fnmatch(o->include[i], name, 0) == 0;
+  for (uint32_t i = 0; i < o->n_exclude && in; i++) in = fnmatch(o->exclude[i], name, 0) != 0;
+  return in;
+}
+
+/* The cases: every trace named by its header, in path order, that --include/--exclude select;
+ * the shard keeps its share. Takes the strings of *paths. A baseline entry that names no case
+ * is warned about. 0, or -1. */
+static int make_cases(mdc_cli__replay_opts *o, const char *who, mdc_cli__paths *paths,
                       const mdc_cli__baseline *base, mdc_cli__run *run) {
   run->cases = calloc(paths->n ? paths->n : 1, sizeof *run->cases);
   if (!run->cases) {
@@ -341,6 +353,11 @@ static int make_cases(const mdc_cli__replay_opts *o, const char *who, mdc_cli__p
     const char *name = paths->v[i];
     int header_ok = mdc_trace_read_header(paths->v[i], &h, herr, sizeof herr) == 0;
     if (header_ok && h.name[0]) name = h.name;
+    if (!selected(o, name)) {
+      o->n_filtered++;
+      free(paths->v[i]);
+      continue;
+    }
     if (o->shard_n > 1 && mdc_cli__shard_of(name, o->shard_n) != o->shard_i) {
       free(paths->v[i]);
       continue;
@@ -355,9 +372,14 @@ static int make_cases(const mdc_cli__replay_opts *o, const char *who, mdc_cli__p
   free(paths->v);
   paths->v = NULL;
   paths->n = 0;
+  /* Filters that select nothing are a mistyped glob, not a green run. */
+  if (o->n_filtered && run->n == 0 && o->shard_n <= 1) {
+    fprintf(stderr, "%s: no trace is selected by --include/--exclude (%zu left out)\n", who, o->n_filtered);
+    return -1;
+  }
   /* A baseline entry that names no trace of this run is most likely a typo or a renamed trace:
    * say so (it is not an error: a shard runs part of the corpus). */
-  for (size_t b = 0; b < base->n && o->shard_n <= 1 && !o->quiet; b++) {
+  for (size_t b = 0; b < base->n && o->shard_n <= 1 && !o->n_filtered && !o->quiet; b++) {
     int used = 0;
     for (size_t i = 0; i < run->n && !used; i++)
       used = strcmp(base->names[b], run->cases[i].name) == 0 || strcmp(base->names[b], run->cases[i].path) == 0;
@@ -671,7 +693,7 @@ int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
   }
   probe_msg pm;
   sched k = {.o = o, .who = who, .run = run, .base = &base, .store_ok = 1};
-  int rc = make_cases(o, who, &paths, &base, run) ? MDC_EXIT_USAGE : MDC_EXIT_OK;
+  int rc = make_cases(&oc, who, &paths, &base, run) ? MDC_EXIT_USAGE : MDC_EXIT_OK;
   if (rc == MDC_EXIT_OK) rc = probe_driver(o, who, run, &pm);
   if (rc == MDC_EXIT_OK) rc = open_store(o, who, &cfg, &pm, run, &k.store, &k.run_id);
   if (rc != MDC_EXIT_OK) { /* nothing ran: the run is left empty, nothing to free */
@@ -740,6 +762,10 @@ static void usage(FILE *f) {
           "  --db FILE        results store (default results/mdc.db; ':memory:' keeps nothing)\n"
           "  --no-db          write no results store\n"
           "  --shard I/N      run only the traces whose name hashes to shard I of N (0 <= I < N)\n"
+          "  --include GLOB   run only the traces whose name (e.g. tokens/forged) matches GLOB\n"
+          "                   (fnmatch; '*' also matches '/'); repeatable: any of them\n"
+          "  --exclude GLOB   never run the traces whose name matches GLOB; repeatable; wins over\n"
+          "                   --include\n"
           "  --baseline FILE  trace names (one a line, # comments) that are known failures\n"
           "  --timeout S      seconds per case before it is killed as Timeout (default 30)\n"
           "  --jobs N         cases run in parallel (default: the number of CPUs)\n"
@@ -767,6 +793,7 @@ int mdc_cli__cmd_replay(int argc, char **argv) {
       {"no-rerun", no_argument, 0, 'R'},     {"help", no_argument, 0, 'h'},
       {"verbose", no_argument, 0, 'v'},      {"strict-messages", no_argument, 0, 'S'},
       {"differential", required_argument, 0, 'D'},
+      {"include", required_argument, 0, 'I'}, {"exclude", required_argument, 0, 'X'},
       {0, 0, 0, 0}};
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   mdc_cli__replay_opts o = {.config = "backend=auto", .db = "results/mdc.db", .timeout_s = 30,
@@ -791,6 +818,17 @@ int mdc_cli__cmd_replay(int argc, char **argv) {
         o.diff_a = diff_a;
         o.diff_b = diff_b;
         break;
+      case 'I':
+      case 'X': {
+        uint32_t *n = c == 'I' ? &o.n_include : &o.n_exclude;
+        if (!optarg[0] || *n == MDC_CLI_MAX_GLOBS) {
+          fprintf(stderr, "mdc replay: --%s '%s': want a non-empty glob, at most %d of them\n",
+                  c == 'I' ? "include" : "exclude", optarg, MDC_CLI_MAX_GLOBS);
+          return MDC_EXIT_USAGE;
+        }
+        (c == 'I' ? o.include : o.exclude)[(*n)++] = optarg;
+        break;
+      }
       case 'd': o.driver = optarg; break;
       case 'c': o.config = optarg; break;
       case 'b': o.db = optarg; break;

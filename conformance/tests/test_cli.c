@@ -220,6 +220,42 @@ Test(cli, shards_partition_the_corpus) {
   for (int k = 0; k < 12; k++) cr_expect_eq(seen[k], 1, "trace %d in %d shards", k, seen[k]);
 }
 
+/* deqp-runner's name filters: --include GLOBs (any), --exclude GLOBs (win), '*' across '/'. */
+Test(cli, include_and_exclude_select_traces_by_name) {
+  char dir[64];
+  tmpdir(dir);
+  static const char *const names[] = {"cli/tokens/forged", "cli/tokens/stale", "cli/pools/forged_fd", "cli/basic/open"};
+  for (int i = 0; i < 4; i++) {
+    char file[32], text[512];
+    snprintf(file, sizeof file, "t%d.jsonl", i);
+    snprintf(text, sizeof text, "{\"mdc_trace\": \"1.0\", \"name\": \"%s\", \"rules\": [\"x\"]}\n%s", names[i],
+             strchr(TRACE_OPEN_CLOSE, '\n') + 1);
+    write_traces(dir, file, text, NULL);
+  }
+  mdc_out r = mdc("replay", "--no-db", "--json", "--include", "cli/tokens/*", "--include", "*forged*", "--exclude",
+                  "*/stale", dir);
+  cr_assert_eq(r.rc, 0, "%s", r.err);
+  json_t *j = out_json(&r), *c;
+  size_t i;
+  char got[256] = "";
+  json_array_foreach(json_object_get(j, "results"), i, c) {
+    strcat(got, json_string_value(json_object_get(c, "name")));
+    strcat(got, " ");
+  }
+  cr_expect_str_eq(got, "cli/tokens/forged cli/pools/forged_fd ", "selected, in path order: %s", got);
+  cr_expect_eq(json_integer_value(json_object_get(j, "left_out")), 2);
+  json_decref(j);
+  cr_expect(strstr(r.err, "2 traces left out by --include/--exclude"), "%s", r.err);
+  mdc_out_free(&r);
+  r = mdc("replay", "--no-db", "--exclude", "*", dir);
+  cr_expect_eq(r.rc, 2, "nothing selected: %s", r.err);
+  mdc_out_free(&r);
+  r = mdc("replay", "--no-db", "--include", "", dir);
+  cr_expect_eq(r.rc, 2);
+  cr_expect(strstr(r.err, "--include '': want a non-empty glob"), "%s", r.err);
+  mdc_out_free(&r);
+}
+
 Test(cli, store_holds_the_run_and_every_case) {
   char dir[64], db[128];
   corpus(dir, 3);
