@@ -94,6 +94,25 @@ int mdc_store__exec(mdc_store *s, sqlite3 *db, const char *sql, const char *what
 }
 #define exec mdc_store__exec
 
+int mdc_store__savepoint_begin(mdc_store *s, const char *name) {
+  if (s->in_batch) return 0;
+  char sql[96], what[96];
+  snprintf(sql, sizeof sql, "SAVEPOINT %s", name);
+  snprintf(what, sizeof what, "%s: cannot start the transaction", name);
+  return exec(s, s->db, sql, what) ? -1 : 1;
+}
+
+int mdc_store__savepoint_end(mdc_store *s, const char *name, int own, int rc) {
+  if (!own) return rc;
+  char sql[192], what[96];
+  snprintf(sql, sizeof sql, "RELEASE %s", name);
+  snprintf(what, sizeof what, "%s: cannot commit", name);
+  if (rc == 0 && exec(s, s->db, sql, what) == 0) return 0;
+  snprintf(sql, sizeof sql, "ROLLBACK TO %s; RELEASE %s", name, name);
+  sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+  return -1;
+}
+
 /* A statement kept for the store's life (finalized by its owner); -1 with the message. */
 int mdc_store__prepare(mdc_store *s, sqlite3_stmt **st, const char *sql) {
   if (sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL) != SQLITE_OK)

@@ -11,7 +11,6 @@
 #define fail mdc_store__fail
 #define fail_db mdc_store__fail_db
 #define bind_text mdc_store__bind_text
-#define exec mdc_store__exec
 #define prepare mdc_store__prepare
 #define writable mdc_store__writable
 
@@ -87,8 +86,8 @@ int mdc_store_fuzz_stats(mdc_store *s, int64_t run_id, const mdc_fuzz_stat *v, s
   for (size_t i = 0; i < n; i++)
     if (!v[i].instance || !v[i].instance[0] || isnan(v[i].t_s))
       return fail(s, "fuzz_stats: run %" PRId64 ": sample %zu needs an instance and a time", run_id, i);
-  int own = !s->in_batch;
-  if (own && exec(s, s->db, "SAVEPOINT fuzz_stats", "fuzz_stats: cannot start the transaction") != 0) return -1;
+  int own = mdc_store__savepoint_begin(s, "fuzz_stats");
+  if (own < 0) return -1;
   int rc = 0;
   for (size_t i = 0; i < n && rc == 0; i++) {
     sqlite3_stmt *st = s->stat_put;
@@ -105,10 +104,7 @@ int mdc_store_fuzz_stats(mdc_store *s, int64_t run_id, const mdc_fuzz_stat *v, s
     bind_count(st, 11, v[i].rss_kb);
     rc = step_run_write(s, st, run_id, "fuzz_stats");
   }
-  if (!own) return rc;
-  if (rc == 0 && exec(s, s->db, "RELEASE fuzz_stats", "fuzz_stats: cannot commit") == 0) return 0;
-  sqlite3_exec(s->db, "ROLLBACK TO fuzz_stats; RELEASE fuzz_stats", NULL, NULL, NULL);
-  return -1;
+  return mdc_store__savepoint_end(s, "fuzz_stats", own, rc);
 }
 
 /* Upserts one finding (one statement); -1 and no change on failure. */

@@ -63,6 +63,13 @@ int mdc_store__has_fuzz(const mdc_store *s);
 void mdc_store__case_from_stmt(sqlite3_stmt *st, mdc_case_row *row);
 /* Runs sql on db (no rows); -1 with what and SQLite's message in s on failure. */
 int mdc_store__exec(mdc_store *s, sqlite3 *db, const char *sql, const char *what);
+/* A write of several statements, all or nothing: savepoint_begin opens a savepoint named
+ * `name` (also the messages' prefix) unless a batch is open, which is then the transaction, and
+ * returns 1 when it opened one, 0 when not, -1 with the message; savepoint_end(own = what begin
+ * returned, rc = the writes' result) releases it when rc is 0, else rolls it back, and returns 0
+ * or -1. */
+int mdc_store__savepoint_begin(mdc_store *s, const char *name);
+int mdc_store__savepoint_end(mdc_store *s, const char *name, int own, int rc);
 /* Prepares a statement on s->db kept for the store's life; -1 with the message on failure. */
 int mdc_store__prepare(mdc_store *s, sqlite3_stmt **st, const char *sql);
 /* A store for path, not open yet; NULL with the message in err (out of memory). */

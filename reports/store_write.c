@@ -163,13 +163,9 @@ int mdc_store_run_finish(mdc_store *s, int64_t run_id, const mdc_run_summary *su
   if (!s) return -1;
   if (writable(s, "run_end")) return -1;
   if (!sum) return fail(s, "run_end: run %" PRId64 ": no summary given", run_id);
-  int own = !s->in_batch;
-  if (own && exec(s, s->db, "SAVEPOINT run_end", "run_end: cannot start the transaction") != 0) return -1;
-  int rc = run_finish(s, run_id, sum);
-  if (!own) return rc;
-  if (rc == 0 && exec(s, s->db, "RELEASE run_end", "run_end: cannot commit") == 0) return 0;
-  sqlite3_exec(s->db, "ROLLBACK TO run_end; RELEASE run_end", NULL, NULL, NULL);
-  return -1;
+  int own = mdc_store__savepoint_begin(s, "run_end");
+  if (own < 0) return -1;
+  return mdc_store__savepoint_end(s, "run_end", own, run_finish(s, run_id, sum));
 }
 
 static int run_finish(mdc_store *s, int64_t run_id, const mdc_run_summary *sum) {
