@@ -131,7 +131,6 @@ typedef struct mdc_cli__replay_opts {
 #define MDC_CLI_MAX_GLOBS 64
   const char *include[MDC_CLI_MAX_GLOBS], *exclude[MDC_CLI_MAX_GLOBS];
   uint32_t n_include, n_exclude;
-  size_t n_filtered;           /* traces left out by them (set by the run) */
   int jobs;
   int json, quiet, rerun_failures;
   int verbose;               /* each event of each case on stderr (mdc replay -v) */
@@ -165,6 +164,7 @@ typedef struct mdc_cli__run {
   int interrupted_by;      /* the signal (SIGINT, SIGTERM) that stopped the run early, or 0; the
                               caller raises it again when it has closed what it holds */
   size_t stopped_running;  /* cases killed by the stop (Interrupted in the store) */
+  size_t left_out;         /* traces --include/--exclude left out (not cases) */
   char uuid[37];
   char driver_name[64], driver_version[64], backend[32], device[64];
 } mdc_cli__run;

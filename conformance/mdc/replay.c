@@ -202,7 +202,7 @@ static void summary(FILE *f, const mdc_cli__replay_opts *o, const mdc_cli__run *
   fprintf(f, "mdc replay: %zu case%s in %.2f s, driver %s %s, backend %s", run->n, run->n == 1 ? "" : "s",
           run->duration_s, run->driver_name, run->driver_version, run->backend);
   if (o->shard_n > 1) fprintf(f, ", shard %u/%u", o->shard_i, o->shard_n);
-  if (o->n_filtered) fprintf(f, ", %zu trace%s left out by --include/--exclude", o->n_filtered, o->n_filtered == 1 ? "" : "s");
+  if (run->left_out) fprintf(f, ", %zu trace%s left out by --include/--exclude", run->left_out, run->left_out == 1 ? "" : "s");
   if (o->db) fprintf(f, "\n  results: %s (run %s)", o->db, run->uuid);
   fprintf(f, "\n\n  %-16s %5s\n", "status", "cases");
   for (int s = 0; s < MDC_S_COUNT; s++)
@@ -275,7 +275,7 @@ static void print_json(const mdc_cli__replay_opts *o, const mdc_cli__run *run, i
       o->config, "results", res);
   if (o->diff_a) json_object_set_new(j, "differential", json_pack("[s,s]", o->diff_a, o->diff_b));
   if (o->shard_n > 1) json_object_set_new(j, "shard", json_pack("[i,i]", (int)o->shard_i, (int)o->shard_n));
-  if (o->n_include || o->n_exclude) json_object_set_new(j, "left_out", json_integer((json_int_t)o->n_filtered));
+  if (o->n_include || o->n_exclude) json_object_set_new(j, "left_out", json_integer((json_int_t)run->left_out));
   /* Peak resident sets: this process (the runner) and the largest child (a case). */
   struct rusage self, kids;
   getrusage(RUSAGE_SELF, &self);
@@ -340,7 +340,7 @@ static int selected(const mdc_cli__replay_opts *o, const char *name) {
 /* The cases: every trace named by its header, in path order, that --include/--exclude select;
  * the shard keeps its share. Takes the strings of *paths. A baseline entry that names no case
  * is warned about. 0, or -1. */
-static int make_cases(mdc_cli__replay_opts *o, const char *who, mdc_cli__paths *paths,
+static int make_cases(const mdc_cli__replay_opts *o, const char *who, mdc_cli__paths *paths,
                       const mdc_cli__baseline *base, mdc_cli__run *run) {
   run->cases = calloc(paths->n ? paths->n : 1, sizeof *run->cases);
   if (!run->cases) {
@@ -354,7 +354,7 @@ static int make_cases(mdc_cli__replay_opts *o, const char *who, mdc_cli__paths *
     int header_ok = mdc_trace_read_header(paths->v[i], &h, herr, sizeof herr) == 0;
     if (header_ok && h.name[0]) name = h.name;
     if (!selected(o, name)) {
-      o->n_filtered++;
+      run->left_out++;
       free(paths->v[i]);
       continue;
     }
@@ -373,13 +373,13 @@ static int make_cases(mdc_cli__replay_opts *o, const char *who, mdc_cli__paths *
   paths->v = NULL;
   paths->n = 0;
   /* Filters that select nothing are a mistyped glob, not a green run. */
-  if (o->n_filtered && run->n == 0 && o->shard_n <= 1) {
-    fprintf(stderr, "%s: no trace is selected by --include/--exclude (%zu left out)\n", who, o->n_filtered);
+  if (run->left_out && run->n == 0 && o->shard_n <= 1) {
+    fprintf(stderr, "%s: no trace is selected by --include/--exclude (%zu left out)\n", who, run->left_out);
     return -1;
   }
   /* A baseline entry that names no trace of this run is most likely a typo or a renamed trace:
    * say so (it is not an error: a shard runs part of the corpus). */
-  for (size_t b = 0; b < base->n && o->shard_n <= 1 && !o->n_filtered && !o->quiet; b++) {
+  for (size_t b = 0; b < base->n && o->shard_n <= 1 && !run->left_out && !o->quiet; b++) {
     int used = 0;
     for (size_t i = 0; i < run->n && !used; i++)
       used = strcmp(base->names[b], run->cases[i].name) == 0 || strcmp(base->names[b], run->cases[i].path) == 0;
@@ -693,7 +693,7 @@ int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
   }
   probe_msg pm;
   sched k = {.o = o, .who = who, .run = run, .base = &base, .store_ok = 1};
-  int rc = make_cases(&oc, who, &paths, &base, run) ? MDC_EXIT_USAGE : MDC_EXIT_OK;
+  int rc = make_cases(o, who, &paths, &base, run) ? MDC_EXIT_USAGE : MDC_EXIT_OK;
   if (rc == MDC_EXIT_OK) rc = probe_driver(o, who, run, &pm);
   if (rc == MDC_EXIT_OK) rc = open_store(o, who, &cfg, &pm, run, &k.store, &k.run_id);
   if (rc != MDC_EXIT_OK) { /* nothing ran: the run is left empty, nothing to free */
