@@ -189,7 +189,7 @@ Test(faults, device_lost_refuses_every_later_call_but_close_and_close_releases_e
 
   float back[6];
   md_token t;
-  md_handle h, ev;
+  md_handle h = 0xdead, ev = 0xdead;   /* a refused creation leaves 0 behind, never a stale value */
   md_capabilities caps = {.struct_size = sizeof caps};
   uint8_t supported[4];
   mdt_model b;
@@ -202,6 +202,7 @@ Test(faults, device_lost_refuses_every_later_call_but_close_and_close_releases_e
   cr_expect_eq(sh[0].rank, 0, "no shapes from a lost device either");
   cr_expect_eq(tm.on_device_ns, UINT64_MAX);
   cr_expect_eq(d->execute_async(f.e.dev, f.e.client, f.p, mdt_req(&r), &ev), MD_DEVICE_UNAVAILABLE);
+  cr_expect_eq(ev, 0);
   cr_expect_eq(d->wait_event(f.e.dev, f.e.client, 12345, 0, NULL, 0, NULL), MD_DEVICE_UNAVAILABLE);
   cr_expect_eq(mdt_try_alloc(&f.e, f.e.client, f.p, true, 0, 0, NULL, &t), MD_DEVICE_UNAVAILABLE);
   cr_expect_eq(mdt_copy_from(&f.e, f.e.client, in, A, B23, 0, NULL), MD_DEVICE_UNAVAILABLE);
@@ -209,6 +210,7 @@ Test(faults, device_lost_refuses_every_later_call_but_close_and_close_releases_e
   cr_expect_eq(d->free_buffer(f.e.dev, f.e.client, in), MD_DEVICE_UNAVAILABLE);
   cr_expect_eq(d->prepare_model(f.e.dev, f.e.client, mdt_add_model(&b, 2, D23, 2, D23, 2, D23, 0), &h),
                MD_DEVICE_UNAVAILABLE);
+  cr_expect_eq(h, 0);
   cr_expect_eq(d->release_prepared_model(f.e.dev, f.e.client, f.p), MD_DEVICE_UNAVAILABLE);
   cr_expect_eq(d->get_capabilities(f.e.dev, &caps), MD_DEVICE_UNAVAILABLE);
   cr_expect_eq(d->get_supported_operations(f.e.dev, mdt_add_model(&b, 2, D23, 2, D23, 2, D23, 0), supported),
