@@ -216,10 +216,95 @@ static int parse_u32(const char *s, const char *end, uint32_t *out) {
   return 0;
 }
 
-int mdc_cli__parse_shard(const char *s, uint32_t *i, uint32_t *n) {
+/* A variable of the environment that must be a decimal number (u32); NULL when unset. -1 with
+ * a message when set but not a number. */
+static int env_u32(const char *name, const char **raw, uint32_t *v, char *why, size_t whylen) {
+  *raw = getenv(name);
+  if (!*raw) return 0;
+  if (parse_u32(*raw, *raw + strlen(*raw), v)) {
+    snprintf(why, whylen, "%s='%.40s' is not a number", name, *raw);
+    return -1;
+  }
+  return 1;
+}
+
+/* --shard auto[/N] (docs/scale-out.md): GitLab's parallel: jobs (CI_NODE_INDEX 1..CI_NODE_TOTAL),
+ * a Kubernetes Indexed Job's pods (JOB_COMPLETION_INDEX 0..N-1, N from auto/N or MDC_SHARD_TOTAL:
+ * Kubernetes does not tell a pod the Job's completions), or MDC_SHARD_INDEX (0-based) with
+ * MDC_SHARD_TOTAL for any other engine, in that order. */
+static int parse_shard_auto(const char *total_s, uint32_t *i, uint32_t *n, char *why, size_t whylen) {
+  uint32_t given = 0, gi = 0, gn = 0, ki = 0, mi = 0, mn = 0;
+  const char *r_gi, *r_gn, *r_ki, *r_mi, *r_mn;
+  if (total_s && (parse_u32(total_s, total_s + strlen(total_s), &given) || given == 0)) {
+    snprintf(why, whylen, "auto/N: N must be a number >= 1");
+    return -1;
+  }
+  int has_gi = env_u32("CI_NODE_INDEX", &r_gi, &gi, why, whylen), has_gn = env_u32("CI_NODE_TOTAL", &r_gn, &gn, why, whylen);
+  int has_ki = env_u32("JOB_COMPLETION_INDEX", &r_ki, &ki, why, whylen);
+  int has_mi = env_u32("MDC_SHARD_INDEX", &r_mi, &mi, why, whylen), has_mn = env_u32("MDC_SHARD_TOTAL", &r_mn, &mn, why, whylen);
+  if (has_gi < 0 || has_gn < 0 || has_ki < 0 || has_mi < 0 || has_mn < 0) return -1;
+  const char *src;
+  if (has_gi || (has_gn && !has_ki && !has_mi)) {
+    /* GitLab sets CI_NODE_TOTAL (1) on every job, CI_NODE_INDEX only with parallel: */
+    if (!has_gn || gn == 0) {
+      snprintf(why, whylen, "CI_NODE_INDEX=%s without CI_NODE_TOTAL >= 1 (GitLab sets both with parallel:)", r_gi);
+      return -1;
+    }
+    if (!has_gi && gn > 1) {
+      snprintf(why, whylen, "CI_NODE_TOTAL=%u without CI_NODE_INDEX (GitLab sets both with parallel:)", gn);
+      return -1;
+    }
+    if (has_gi && (gi < 1 || gi > gn)) {
+      snprintf(why, whylen, "CI_NODE_INDEX=%u is not in 1..CI_NODE_TOTAL=%u (GitLab counts from 1)", gi, gn);
+      return -1;
+    }
+    *i = has_gi ? gi - 1 : 0, *n = gn, src = "GitLab CI_NODE_INDEX/CI_NODE_TOTAL";
+  } else if (has_ki || has_mi) {
+    uint32_t idx = has_ki ? ki : mi;
+    const char *iname = has_ki ? "JOB_COMPLETION_INDEX" : "MDC_SHARD_INDEX";
+    if (!given && !has_mn) {
+      snprintf(why, whylen, "%s=%u but no total: give --shard auto/N or set MDC_SHARD_TOTAL (the Job's "
+               "completions)", iname, idx);
+      return -1;
+    }
+    if (given && has_mn && given != mn) {
+      snprintf(why, whylen, "auto/%u disagrees with MDC_SHARD_TOTAL=%u", given, mn);
+      return -1;
+    }
+    *n = given ? given : mn;
+    if (*n == 0 || idx >= *n) {
+      snprintf(why, whylen, "%s=%u is not in 0..%u (the total is %u)", iname, idx, *n ? *n - 1 : 0, *n);
+      return -1;
+    }
+    *i = idx, src = has_ki ? "Kubernetes JOB_COMPLETION_INDEX" : "MDC_SHARD_INDEX";
+  } else {
+    snprintf(why, whylen, "no shard in the environment: none of CI_NODE_INDEX/CI_NODE_TOTAL (GitLab "
+             "parallel:), JOB_COMPLETION_INDEX (Kubernetes Indexed Job) or MDC_SHARD_INDEX is set; give "
+             "--shard I/N");
+    return -1;
+  }
+  if (given && *n != given) {
+    snprintf(why, whylen, "auto/%u disagrees with the %u shards of %s", given, *n, src);
+    return -1;
+  }
+  snprintf(why, whylen, "shard %u/%u from %s", *i, *n, src);
+  return 0;
+}
+
+int mdc_cli__parse_shard(const char *s, uint32_t *i, uint32_t *n) { return mdc_cli__parse_shard_why(s, i, n, NULL, 0); }
+
+int mdc_cli__parse_shard_why(const char *s, uint32_t *i, uint32_t *n, char *why, size_t whylen) {
+  char scratch[320];
+  if (!why || !whylen) why = scratch, whylen = sizeof scratch;
+  if (s && !strncmp(s, "auto", 4) && (s[4] == '\0' || s[4] == '/'))
+    return parse_shard_auto(s[4] ? s + 5 : NULL, i, n, why, whylen);
   const char *slash = s ? strchr(s, '/') : NULL;
-  if (!slash || parse_u32(s, slash, i) || parse_u32(slash + 1, slash + strlen(slash), n)) return -1;
-  return *n >= 1 && *i < *n ? 0 : -1;
+  if (!slash || parse_u32(s, slash, i) || parse_u32(slash + 1, slash + strlen(slash), n) || *n < 1 || *i >= *n) {
+    snprintf(why, whylen, "want I/N with 0 <= I < N, e.g. 0/4, or auto (GitLab, Kubernetes: docs/scale-out.md)");
+    return -1;
+  }
+  snprintf(why, whylen, "shard %u/%u", *i, *n);
+  return 0;
 }
 
 int mdc_cli__parse_seconds(const char *s, double *out) {

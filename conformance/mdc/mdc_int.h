@@ -3,7 +3,7 @@
  *   mdc.c         : main, the command table, `mdc db merge`
  *   child.c       : isolated children: process groups, closed fds, pidfd waits, kills
  *   corpus.c      : trace discovery, shard hashing, baseline files, option values
- *   replay.c      : `mdc replay`: cases in forked children, the store, summary and JSON
+ *   replay*.c     : `mdc replay`: cases in forked children, the store, summary and JSON (replay_int.h)
  *   record_cmd.c  : `mdc record`: a workload run through the recording driver
  *   mutants.c     : `mdc mutants`: build each mutant, replay the corpus, the kill matrix (stored)
  *   report_cmd.c  : `mdc report`: the page, PR summary and JUnit, or two runs compared
@@ -93,7 +93,11 @@ void mdc_cli__paths_free(mdc_cli__paths *p);
 
 /* The shard a trace name falls in: FNV-1a 64 of the name mod n (stable when traces are added). */
 uint32_t mdc_cli__shard_of(const char *name, uint32_t n);
-/* "I/N" with 0 <= I < N. 0 or -1. */
+/* "I/N" with 0 <= I < N, or "auto" / "auto/N": the shard a CI engine's environment gives
+ * (GitLab's CI_NODE_INDEX/CI_NODE_TOTAL, 1-based; a Kubernetes Indexed Job's JOB_COMPLETION_INDEX
+ * with N or MDC_SHARD_TOTAL; MDC_SHARD_INDEX/MDC_SHARD_TOTAL; docs/scale-out.md). 0, with where
+ * the shard came from in why; or -1 with the reason in why (why may be NULL: parse_shard). */
+int mdc_cli__parse_shard_why(const char *s, uint32_t *i, uint32_t *n, char *why, size_t whylen);
 int mdc_cli__parse_shard(const char *s, uint32_t *i, uint32_t *n);
 /* A positive number of seconds (at most a day). 0 or -1. */
 int mdc_cli__parse_seconds(const char *s, double *out);
