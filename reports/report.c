@@ -43,7 +43,7 @@ int rp_verdict_class(const char *st) {
   if (!strcmp(st, "unlisted")) return 1;
   switch (mdc_store_status_parse(st)) {
     case MDC_CS_PASS: case MDC_CS_FLAKE: case MDC_CS_UNEXPECTED_PASS: return 1;
-    case MDC_CS_FAIL: case MDC_CS_CRASH: case MDC_CS_TIMEOUT: case MDC_CS_TRACE_ERROR:
+    case MDC_CS_FAIL: case MDC_CS_CRASH: case MDC_CS_TIMEOUT: case MDC_CS_TRACE_ERROR: case MDC_CS_ORDER_DEPENDENT:
     case MDC_CS_EXPECTED_FAIL: case MDC_CS_WARN: case MDC_CS_RUNNING: case MDC_CS_INTERRUPTED: return -1;
     default: return 0;
   }

@@ -49,6 +49,7 @@ static const char css[] =
   ".s-Timeout{background:var(--timeout)}.s-NotSupported{background:var(--ns)}"
   ".s-ExpectedFail{background:var(--xf)}.s-Warn{background:var(--xf)}.s-UnexpectedPass{background:var(--up)}"
   ".s-Flake{background:var(--flake)}.s-TraceError{background:var(--te)}.s-Running{background:var(--run)}.s-Interrupted{background:var(--run)}"
+  ".s-Skipped{background:var(--ns)}.s-OrderDependent{background:var(--fail)}"
   ".s-none{background:#bbb}\n"
   "code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}\n"
   "td{overflow-wrap:break-word}td:first-child{min-width:16em;max-width:34em}\n"

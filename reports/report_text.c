@@ -114,9 +114,9 @@ static uint32_t sum(const uint32_t *c, const int *which, size_t n) {
   return k;
 }
 
-static const int junit_failures[] = {MDC_CS_FAIL, MDC_CS_UNEXPECTED_PASS};
+static const int junit_failures[] = {MDC_CS_FAIL, MDC_CS_UNEXPECTED_PASS, MDC_CS_ORDER_DEPENDENT};
 static const int junit_errors[] = {MDC_CS_CRASH, MDC_CS_TIMEOUT, MDC_CS_TRACE_ERROR, MDC_CS_RUNNING, MDC_CS_INTERRUPTED};
-static const int junit_skipped[] = {MDC_CS_NOT_SUPPORTED, MDC_CS_EXPECTED_FAIL, MDC_CS_WARN};
+static const int junit_skipped[] = {MDC_CS_NOT_SUPPORTED, MDC_CS_EXPECTED_FAIL, MDC_CS_WARN, MDC_CS_SKIPPED};
 #define N_OF(a) (sizeof a / sizeof a[0])
 
 static void property(FILE *f, const char *name, const char *value) {
@@ -206,9 +206,10 @@ void rp_junit_case(rp_report *r, FILE *f, const mdc_case_row *c) {
   const char *elem = NULL;
   for (size_t i = 0; i < N_OF(junit_failures); i++) if (st == junit_failures[i]) elem = "failure";
   for (size_t i = 0; i < N_OF(junit_errors); i++) if (st == junit_errors[i]) elem = "error";
-  if (st == MDC_CS_NOT_SUPPORTED || st == MDC_CS_EXPECTED_FAIL || st == MDC_CS_WARN) {
+  if (st == MDC_CS_NOT_SUPPORTED || st == MDC_CS_EXPECTED_FAIL || st == MDC_CS_WARN || st == MDC_CS_SKIPPED) {
     fprintf(f, ">\n      <skipped message=\"%s", st == MDC_CS_NOT_SUPPORTED ? "NotSupported"
                                               : st == MDC_CS_WARN ? "Warn (a trace that is not must-pass failed)"
+                                              : st == MDC_CS_SKIPPED ? "Skipped (listed in a skips file: never run)"
                                                                   : "ExpectedFail (a known failure)");
     if (c->message && c->message[0]) {
       fprintf(f, ": ");

@@ -87,6 +87,14 @@ const char *mdc_store__text(sqlite3_stmt *st, int i) { return (const char *)sqli
 
 int mdc_store__has_fuzz(const mdc_store *s) { return s->version >= 2; }
 
+const char *mdc_store__run_cols(int version) {
+  return version >= 4 ? MDC_STORE__RUN_COLS : version >= 2 ? MDC_STORE__RUN_COLS_V2_AS : MDC_STORE__RUN_COLS_V1_AS;
+}
+
+const char *mdc_store__case_cols(int version) {
+  return version >= 4 ? MDC_STORE__CASE_COLS : version >= 2 ? MDC_STORE__CASE_COLS_V2_AS : MDC_STORE__CASE_COLS_V1_AS;
+}
+
 /* Runs sql (no rows); -1 with what and SQLite's message on failure. */
 int mdc_store__exec(mdc_store *s, sqlite3 *db, const char *sql, const char *what) {
   if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK) return fail_db(s, db, what);
@@ -123,8 +131,8 @@ int mdc_store__prepare(mdc_store *s, sqlite3_stmt **st, const char *sql) {
 
 /* The statements both modes use; their SQL reads the file's own version. */
 static int prepare_reads(mdc_store *s) {
-  const char *cols = s->version >= 2 ? MDC_STORE__CASE_COLS : MDC_STORE__CASE_COLS_V1_AS;
-  char get[512];
+  const char *cols = mdc_store__case_cols(s->version);
+  char get[768];
   snprintf(get, sizeof get, "SELECT id, run_id, %s FROM cases WHERE id = ?1", cols);
   return prepare(s, &s->count,
                  "SELECT count(*) FROM cases WHERE (?1 = 0 OR run_id = ?1) "
@@ -401,6 +409,10 @@ void mdc_store__case_from_stmt(sqlite3_stmt *st, mdc_case_row *row) {
   row->driver_message = mdc_store__text(st, 14);
   row->advisory = mdc_store__text(st, 15);
   row->details = mdc_store__text(st, 16);
+  row->signature = mdc_store__text(st, 17);
+  row->stack = mdc_store__text(st, 18);
+  row->reduced = mdc_store__text(st, 19);
+  row->preceded_by = mdc_store__text(st, 20);
 }
 
 /* Copies the row's strings into s's buffer (valid until the next case_get or close). */
@@ -416,7 +428,7 @@ int mdc_store_case_get(mdc_store *s, int64_t case_id, mdc_case_row *row) {
     mdc_store__case_from_stmt(st, &r);
     const char **src[] = {&r.name, &r.path, &r.status, &r.started_at, &r.ended_at, &r.message,
                           &r.expected, &r.actual, &r.event, &r.rule, &r.driver_message,
-                          &r.advisory, &r.details};
+                          &r.advisory, &r.details, &r.signature, &r.stack, &r.reduced, &r.preceded_by};
     enum { NTEXT = sizeof src / sizeof src[0] };
     size_t need = 0;
     for (int i = 0; i < NTEXT; i++) need += *src[i] ? strlen(*src[i]) + 1 : 0;

@@ -14,21 +14,33 @@
 #define MDC_STORE__NOW "strftime('%Y-%m-%dT%H:%M:%fZ','now')"
 #define MDC_STORE__BUSY_TIMEOUT_MS 5000
 
-/* Every column but id, in one order shared by validation, reads and merge. A v1 file lacks the
- * trailing v2 columns; reading one, the _V1_AS lists put their defaults in their place. */
+/* Every column but id, in one order shared by validation, reads and merge. An older file lacks
+ * the trailing columns of later versions; reading one, the _AS lists put their defaults in their
+ * place (mdc_store__run_cols / mdc_store__case_cols pick the list for a file's version). */
 #define MDC_STORE__RUN_COLS_V1                                                                   \
   "uuid, started_at, ended_at, kind, driver_name, driver_version, driver_path, backend, "        \
   "device, config, seed, shard_index, shard_count, host, revision, cases, passed, failed, "      \
   "crashed, timed_out, unexpected"
-#define MDC_STORE__RUN_COLS MDC_STORE__RUN_COLS_V1 ", interrupted"
-#define MDC_STORE__RUN_COLS_V1_AS MDC_STORE__RUN_COLS_V1 ", 0"
-#define MDC_STORE__RUN_NCOLS 22
+#define MDC_STORE__RUN_COLS_V2 MDC_STORE__RUN_COLS_V1 ", interrupted"
+#define MDC_STORE__RUN_COLS                                                                      \
+  MDC_STORE__RUN_COLS_V2 ", driver_build_id, driver_sha256, selection, selection_n, "            \
+  "shuffle_seed, group_size"
+#define MDC_STORE__RUN_V4_NULLS ", NULL, NULL, NULL, NULL, NULL, NULL"
+#define MDC_STORE__RUN_COLS_V1_AS MDC_STORE__RUN_COLS_V1 ", 0" MDC_STORE__RUN_V4_NULLS
+#define MDC_STORE__RUN_COLS_V2_AS MDC_STORE__RUN_COLS_V2 MDC_STORE__RUN_V4_NULLS
+#define MDC_STORE__RUN_NCOLS 28
 #define MDC_STORE__CASE_COLS_V1                                                                  \
   "name, path, status, started_at, ended_at, duration_s, line, message, expected, actual"
-#define MDC_STORE__CASE_COLS                                                                     \
+#define MDC_STORE__CASE_COLS_V2                                                                  \
   MDC_STORE__CASE_COLS_V1 ", event, rule, driver_message, advisory, details"
-#define MDC_STORE__CASE_COLS_V1_AS MDC_STORE__CASE_COLS_V1 ", NULL, NULL, NULL, NULL, NULL"
-#define MDC_STORE__CASE_NCOLS 15
+#define MDC_STORE__CASE_COLS MDC_STORE__CASE_COLS_V2 ", signature, stack, reduced, preceded_by"
+#define MDC_STORE__CASE_V4_NULLS ", NULL, NULL, NULL, NULL"
+#define MDC_STORE__CASE_COLS_V1_AS MDC_STORE__CASE_COLS_V1 ", NULL, NULL, NULL, NULL, NULL" MDC_STORE__CASE_V4_NULLS
+#define MDC_STORE__CASE_COLS_V2_AS MDC_STORE__CASE_COLS_V2 MDC_STORE__CASE_V4_NULLS
+#define MDC_STORE__CASE_NCOLS 19
+#define MDC_STORE__MUTATE_COLS                                                                   \
+  "mutant, file, function, line, operator, status, killed_by, kill_kind, traces_run, "           \
+  "duration_s, diff, reach"
 #define MDC_STORE__FUZZ_CAMPAIGN_COLS "target, jobs, planned_s, out_dir, resumed"
 #define MDC_STORE__FUZZ_STAT_COLS                                                                \
   "instance, t_s, execs, execs_per_sec, edges, corpus, crashes, hangs, stability, rss_kb"
@@ -56,6 +68,9 @@ int mdc_store__fail_db(mdc_store *s, sqlite3 *db, const char *what);
 void mdc_store__bind_text(sqlite3_stmt *st, int i, const char *v);
 /* The text of column i, or NULL. */
 const char *mdc_store__text(sqlite3_stmt *st, int i);
+/* The run (case) columns of a file of schema version v, older ones with their defaults. */
+const char *mdc_store__run_cols(int version);
+const char *mdc_store__case_cols(int version);
 /* Whether the file has the fuzz tables (schema v2 and later). */
 int mdc_store__has_fuzz(const mdc_store *s);
 /* Fills *row from a statement whose columns from `first` are id, run_id, then CASE_COLS (v2

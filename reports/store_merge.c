@@ -142,11 +142,10 @@ static int copy_rows(mdc_store *m, sqlite3 *in, const char *path, sqlite3_stmt *
 static int copy_input(mdc_store *m, sqlite3 *in, const char *path, int64_t version, const merge_sql *q) {
   sqlite3_stmt *runs = NULL, *cases = NULL, *camp = NULL, *stats = NULL, *finds = NULL;
   int ret = -1, rc;
-  const char *run_sql = version >= 2 ? "SELECT id, " MDC_STORE__RUN_COLS " FROM runs ORDER BY id"
-                                     : "SELECT id, " MDC_STORE__RUN_COLS_V1_AS " FROM runs ORDER BY id";
-  const char *case_sql = version >= 2
-                           ? "SELECT " MDC_STORE__CASE_COLS " FROM cases WHERE run_id = ?1 ORDER BY id"
-                           : "SELECT " MDC_STORE__CASE_COLS_V1_AS " FROM cases WHERE run_id = ?1 ORDER BY id";
+  char run_sql[1024], case_sql[1024];
+  snprintf(run_sql, sizeof run_sql, "SELECT id, %s FROM runs ORDER BY id", mdc_store__run_cols((int)version));
+  snprintf(case_sql, sizeof case_sql, "SELECT %s FROM cases WHERE run_id = ?1 ORDER BY id",
+           mdc_store__case_cols((int)version));
   if (sqlite3_prepare_v2(in, run_sql, -1, &runs, NULL) != SQLITE_OK ||
       sqlite3_prepare_v2(in, case_sql, -1, &cases, NULL) != SQLITE_OK ||
       (version >= 2 &&
@@ -217,9 +216,10 @@ int mdc_store_merge(const char *out, const char *const *inputs, size_t n_inputs,
   }
   if (prepare(m, &q.has_uuid, "SELECT 1 FROM runs WHERE uuid = ?1") != 0 ||
       prepare(m, &q.ins_run, "INSERT INTO runs (" MDC_STORE__RUN_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-              "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)") != 0 ||
+              "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, "
+              "?26, ?27, ?28)") != 0 ||
       prepare(m, &q.ins_case, "INSERT INTO cases (run_id, " MDC_STORE__CASE_COLS ") VALUES (?1, ?2, ?3, "
-              "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)") != 0 ||
+              "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)") != 0 ||
       prepare(m, &q.ins_campaign, "INSERT INTO fuzz_campaigns (run_id, " MDC_STORE__FUZZ_CAMPAIGN_COLS
               ") VALUES (?1, ?2, ?3, ?4, ?5, ?6)") != 0 ||
       prepare(m, &q.ins_stat, "INSERT INTO fuzz_stats (run_id, " MDC_STORE__FUZZ_STAT_COLS ") VALUES "

@@ -17,13 +17,13 @@
 
 /* The run columns as the file has them, after id, plus the duration in seconds. */
 static const char *run_select(const mdc_store *s) {
-  return s->version >= 2
-           ? "SELECT id, " MDC_STORE__RUN_COLS ", "
-             "CASE WHEN ended_at IS NULL THEN -1.0 "
-             "ELSE (julianday(ended_at) - julianday(started_at)) * 86400.0 END FROM runs "
-           : "SELECT id, " MDC_STORE__RUN_COLS_V1_AS ", "
-             "CASE WHEN ended_at IS NULL THEN -1.0 "
-             "ELSE (julianday(ended_at) - julianday(started_at)) * 86400.0 END FROM runs ";
+#define RUN_SELECT(cols)                                                                         \
+  "SELECT id, " cols ", CASE WHEN ended_at IS NULL THEN -1.0 "                                   \
+  "ELSE (julianday(ended_at) - julianday(started_at)) * 86400.0 END FROM runs "
+  return s->version >= 4 ? RUN_SELECT(MDC_STORE__RUN_COLS)
+         : s->version >= 2 ? RUN_SELECT(MDC_STORE__RUN_COLS_V2_AS)
+                           : RUN_SELECT(MDC_STORE__RUN_COLS_V1_AS);
+#undef RUN_SELECT
 }
 
 /* Points row's fields at the statement's columns (valid until its next step). */
@@ -43,7 +43,14 @@ static void run_from_stmt(sqlite3_stmt *st, mdc_run_row *r) {
   uint32_t *counts[] = {&r->cases, &r->passed, &r->failed, &r->crashed, &r->timed_out, &r->unexpected};
   for (int i = 0; i < 6; i++) *counts[i] = (uint32_t)sqlite3_column_int64(st, 16 + i);
   r->interrupted = sqlite3_column_int(st, 22) != 0;
-  r->duration_s = sqlite3_column_double(st, 23);
+  r->driver_build_id = text(st, 23);
+  r->driver_sha256 = text(st, 24);
+  r->selection = text(st, 25);
+  r->selection_n = (uint32_t)sqlite3_column_int64(st, 26);
+  r->has_shuffle_seed = sqlite3_column_type(st, 27) != SQLITE_NULL;
+  r->shuffle_seed = (uint64_t)sqlite3_column_int64(st, 27);
+  r->group_size = (uint32_t)sqlite3_column_int64(st, 28);
+  r->duration_s = sqlite3_column_double(st, 29);
 }
 
 /* Copies the strings of *src into one block owned by *dst. */
@@ -51,7 +58,7 @@ static int run_own(mdc_store *s, const mdc_run_row *src, mdc_run_row *dst) {
   mdc_run_row r = *src;
   const char **strs[] = {&r.uuid, &r.started_at, &r.ended_at, &r.kind, &r.driver_name,
                          &r.driver_version, &r.driver_path, &r.backend, &r.device, &r.config,
-                         &r.host, &r.revision};
+                         &r.host, &r.revision, &r.driver_build_id, &r.driver_sha256, &r.selection};
   enum { N = sizeof strs / sizeof strs[0] };
   size_t need = 1;
   for (int i = 0; i < N; i++) need += *strs[i] ? strlen(*strs[i]) + 1 : 0;
@@ -214,14 +221,15 @@ int mdc_store_cases_open(mdc_store *s, const mdc_case_query *q, mdc_case_iter **
   *it = NULL;
   static const char *const order[] = {
     "id", "name, status, id", "duration_s DESC, name, id",
-    "CASE status WHEN 'Crash' THEN 0 WHEN 'Timeout' THEN 1 WHEN 'Fail' THEN 2 WHEN 'TraceError' THEN 3 "
+    "CASE status WHEN 'Crash' THEN 0 WHEN 'Timeout' THEN 1 WHEN 'Fail' THEN 2 WHEN 'OrderDependent' THEN 2 WHEN 'TraceError' THEN 3 "
     "WHEN 'UnexpectedPass' THEN 4 WHEN 'Running' THEN 5 WHEN 'Interrupted' THEN 5 WHEN 'Flake' THEN 6 WHEN 'Warn' THEN 7 "
-    "WHEN 'ExpectedFail' THEN 8 WHEN 'NotSupported' THEN 9 ELSE 10 END, name, id"};
+    "WHEN 'ExpectedFail' THEN 8 WHEN 'NotSupported' THEN 9 WHEN 'Skipped' THEN 9 ELSE 10 END, name, id"};
   if ((unsigned)q->order > MDC_CASES_WORST_FIRST) return fail(s, "cases: unknown order %d", (int)q->order);
-  char sql[1024];
+  char sql[1536];
   snprintf(sql, sizeof sql, "SELECT id, run_id, %s FROM cases WHERE run_id = ?1%s%s ORDER BY %s LIMIT ?2",
            q->light ? "name, NULL, status, NULL, NULL, 0.0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
-           : s->version >= 2 ? MDC_STORE__CASE_COLS : MDC_STORE__CASE_COLS_V1_AS,
+                      MDC_STORE__CASE_V4_NULLS
+                    : mdc_store__case_cols(s->version),
            q->not_passing ? " AND status <> 'Pass'" : "",
            q->order == MDC_CASES_SLOWEST ? " AND status NOT IN ('Running', 'Interrupted')" : "", order[q->order]);
   mdc_case_iter *c = calloc(1, sizeof *c);

@@ -16,6 +16,7 @@
 #define STATUSES_V2 "'Pass', 'Fail', 'Crash', 'Timeout', 'NotSupported', 'ExpectedFail', " \
                     "'UnexpectedPass', 'Flake', 'TraceError', 'Warn', 'Running'"
 #define STATUSES_V3 STATUSES_V2 ", 'Interrupted'"
+#define STATUSES_V4 STATUSES_V3 ", 'Skipped', 'OrderDependent'"
 static const char schema_v1[] =
   "CREATE TABLE runs (\n"
   "  id             INTEGER PRIMARY KEY,\n"
@@ -169,11 +170,78 @@ static const char schema_v3[] =
   "UPDATE cases SET status = 'Interrupted', ended_at = (SELECT ended_at FROM runs WHERE runs.id = cases.run_id)\n"
   "  WHERE status = 'Running' AND run_id IN (SELECT id FROM runs WHERE interrupted = 1 AND ended_at IS NOT NULL);\n";
 
+/* Version 4 (docs/results-schema.md): what a run judged and how it was run, what a case's failure
+ * was caused by, and generated mutants.
+ * - runs: the driver file's GNU build-id and SHA-256 (the build judged, not only its name); the
+ *   selection (a hash of the sorted set of case names) and its size, so a baseline compares like
+ *   with like; the seed of --shuffle and the group size of grouped replay.
+ * - cases: statuses Skipped (a --skips entry, never run) and OrderDependent (passes alone, fails
+ *   after another trace in the same process; preceded_by names that trace); the cause signature,
+ *   the symbolized stack of a crash, and the path of a reduced reproducer.
+ * - mutate_results: one row per generated mutant of a run of kind "mutate".
+ * cases is rebuilt for its CHECK, as v2 and v3 did; every other change is ADD COLUMN or new. */
+static const char schema_v4[] =
+  "ALTER TABLE runs ADD COLUMN driver_build_id TEXT;\n"
+  "ALTER TABLE runs ADD COLUMN driver_sha256 TEXT;\n"
+  "ALTER TABLE runs ADD COLUMN selection TEXT;\n"
+  "ALTER TABLE runs ADD COLUMN selection_n INTEGER;\n"
+  "ALTER TABLE runs ADD COLUMN shuffle_seed INTEGER;\n"
+  "ALTER TABLE runs ADD COLUMN group_size INTEGER;\n"
+  "CREATE TABLE cases_v4 (\n"
+  "  id         INTEGER PRIMARY KEY,\n"
+  "  run_id     INTEGER NOT NULL REFERENCES runs(id),\n"
+  "  name       TEXT NOT NULL,\n"
+  "  path       TEXT,\n"
+  "  status     TEXT NOT NULL DEFAULT 'Running'\n"
+  "             CHECK (status IN (" STATUSES_V4 ")),\n"
+  "  started_at TEXT NOT NULL,\n"
+  "  ended_at   TEXT,\n"
+  "  duration_s REAL,\n"
+  "  line       INTEGER,\n"
+  "  message    TEXT,\n"
+  "  expected   TEXT,\n"
+  "  actual     TEXT,\n"
+  "  event      TEXT,\n"
+  "  rule       TEXT,\n"
+  "  driver_message TEXT,\n"
+  "  advisory   TEXT,\n"
+  "  details    TEXT CHECK (details IS NULL OR json_valid(details)),\n"
+  "  signature  TEXT,\n"
+  "  stack      TEXT,\n"
+  "  reduced    TEXT,\n"
+  "  preceded_by TEXT\n"
+  ") STRICT;\n"
+  "INSERT INTO cases_v4 (id, run_id, name, path, status, started_at, ended_at, duration_s, line,\n"
+  "                      message, expected, actual, event, rule, driver_message, advisory, details)\n"
+  "  SELECT id, run_id, name, path, status, started_at, ended_at, duration_s, line, message,\n"
+  "         expected, actual, event, rule, driver_message, advisory, details FROM cases;\n"
+  "DROP TABLE cases;\n"
+  "ALTER TABLE cases_v4 RENAME TO cases;\n"
+  "CREATE INDEX cases_by_run ON cases(run_id, name, status);\n"
+  "CREATE INDEX cases_by_signature ON cases(run_id, signature);\n"
+  "CREATE TABLE mutate_results (\n"
+  "  run_id     INTEGER NOT NULL REFERENCES runs(id),\n"
+  "  mutant     TEXT NOT NULL,\n"
+  "  file       TEXT NOT NULL,\n"
+  "  function   TEXT,\n"
+  "  line       INTEGER,\n"
+  "  operator   TEXT NOT NULL,\n"
+  "  status     TEXT NOT NULL\n"
+  "             CHECK (status IN ('killed', 'survived', 'equivalent', 'build_failed', 'skipped')),\n"
+  "  killed_by  TEXT,\n"
+  "  kill_kind  TEXT,\n"
+  "  traces_run INTEGER,\n"
+  "  duration_s REAL,\n"
+  "  diff       TEXT,\n"
+  "  reach      TEXT,\n"
+  "  PRIMARY KEY (run_id, mutant)\n"
+  ") STRICT;\n";
+
 /* upgrade[v] takes a database from schema version v to v + 1; version 0 is an empty database,
  * so a new file runs every step and ends exactly like an upgraded one. A future version N adds
  * upgrade[N - 1] (ALTER TABLE ..., or a table rebuild) and bumps MDC_STORE_SCHEMA_VERSION;
  * older files are upgraded in one transaction when opened for writing. */
-static const char *const upgrade[MDC_STORE_SCHEMA_VERSION] = {schema_v1, schema_v2, schema_v3};
+static const char *const upgrade[MDC_STORE_SCHEMA_VERSION] = {schema_v1, schema_v2, schema_v3, schema_v4};
 
 /* *v gets the single integer that sql yields. */
 static int query_int(mdc_store *s, sqlite3 *db, const char *sql, int64_t *v, const char *what) {
@@ -205,14 +273,24 @@ int mdc_store__check_tables(mdc_store *s, sqlite3 *db, int64_t version) {
     "SELECT id, run_id, " MDC_STORE__CASE_COLS_V1 " FROM cases LIMIT 0",
   };
   static const char *const probes_v2[] = {
+    "SELECT id, " MDC_STORE__RUN_COLS_V2 " FROM runs LIMIT 0",
+    "SELECT id, run_id, " MDC_STORE__CASE_COLS_V2 " FROM cases LIMIT 0",
+    "SELECT run_id, " MDC_STORE__FUZZ_CAMPAIGN_COLS " FROM fuzz_campaigns LIMIT 0",
+    "SELECT run_id, " MDC_STORE__FUZZ_STAT_COLS " FROM fuzz_stats LIMIT 0",
+    "SELECT id, run_id, " MDC_STORE__FUZZ_FINDING_COLS " FROM fuzz_findings LIMIT 0",
+  };
+  static const char *const probes_v4[] = {
     "SELECT id, " MDC_STORE__RUN_COLS " FROM runs LIMIT 0",
     "SELECT id, run_id, " MDC_STORE__CASE_COLS " FROM cases LIMIT 0",
     "SELECT run_id, " MDC_STORE__FUZZ_CAMPAIGN_COLS " FROM fuzz_campaigns LIMIT 0",
     "SELECT run_id, " MDC_STORE__FUZZ_STAT_COLS " FROM fuzz_stats LIMIT 0",
     "SELECT id, run_id, " MDC_STORE__FUZZ_FINDING_COLS " FROM fuzz_findings LIMIT 0",
+    "SELECT run_id, " MDC_STORE__MUTATE_COLS " FROM mutate_results LIMIT 0",
   };
-  const char *const *probes = version >= 2 ? probes_v2 : probes_v1;
-  size_t n = version >= 2 ? sizeof probes_v2 / sizeof *probes_v2 : sizeof probes_v1 / sizeof *probes_v1;
+  const char *const *probes = version >= 4 ? probes_v4 : version >= 2 ? probes_v2 : probes_v1;
+  size_t n = version >= 4   ? sizeof probes_v4 / sizeof *probes_v4
+             : version >= 2 ? sizeof probes_v2 / sizeof *probes_v2
+                            : sizeof probes_v1 / sizeof *probes_v1;
   for (size_t i = 0; i < n; i++) {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, probes[i], -1, &st, NULL) != SQLITE_OK)

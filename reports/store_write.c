@@ -24,7 +24,9 @@ int mdc_store__prepare_writes(mdc_store *s) {
   return prepare(s, &s->run_insert,
                  "INSERT INTO runs (uuid, started_at, kind, driver_name, driver_version, "
                  "driver_path, backend, device, config, seed, shard_index, shard_count, host, "
-                 "revision) VALUES (?1, " NOW ", ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)") ||
+                 "revision, driver_build_id, driver_sha256, selection, selection_n, shuffle_seed, "
+                 "group_size) VALUES (?1, " NOW ", ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
+                 "?14, ?15, ?16, ?17, ?18, ?19)") ||
          prepare(s, &s->run_end,
                  "UPDATE runs SET ended_at = " NOW ", cases = ?2, passed = ?3, failed = ?4, "
                  "crashed = ?5, timed_out = ?6, unexpected = ?7, interrupted = ?8 WHERE id = ?1") ||
@@ -37,7 +39,8 @@ int mdc_store__prepare_writes(mdc_store *s) {
          prepare(s, &s->case_end,
                  "UPDATE cases SET status = ?2, ended_at = " NOW ", duration_s = ?3, line = ?4, "
                  "message = ?5, expected = ?6, actual = ?7, event = ?8, rule = ?9, "
-                 "driver_message = ?10, advisory = ?11, details = ?12 "
+                 "driver_message = ?10, advisory = ?11, details = ?12, signature = ?13, "
+                 "stack = ?14, reduced = ?15, preceded_by = ?16 "
                  "WHERE id = ?1 AND status = 'Running'")
            ? -1 : 0;
 }
@@ -150,6 +153,15 @@ int mdc_store_run_begin(mdc_store *s, const mdc_run_info *ri, int64_t *run_id, c
   sqlite3_bind_int64(st, 11, count);
   bind_text(st, 12, h);
   bind_text(st, 13, rev);
+  bind_text(st, 14, ri->driver_build_id);
+  bind_text(st, 15, ri->driver_sha256);
+  bind_text(st, 16, ri->selection);
+  if (ri->selection) sqlite3_bind_int64(st, 17, ri->selection_n);
+  else sqlite3_bind_null(st, 17);
+  if (ri->has_shuffle_seed) sqlite3_bind_int64(st, 18, (int64_t)ri->shuffle_seed);
+  else sqlite3_bind_null(st, 18);
+  if (ri->group_size) sqlite3_bind_int64(st, 19, ri->group_size);
+  else sqlite3_bind_null(st, 19);
   if (step_write(s, st, "run_begin: cannot insert the run") != 0) return -1;
   if (run_id) *run_id = sqlite3_last_insert_rowid(s->db);
   if (uuid) memcpy(uuid, id, 37);
@@ -224,7 +236,8 @@ int mdc_store_case_finish(mdc_store *s, int64_t case_id, const mdc_case_result *
   int known = mdc_store_status_parse(r->status);
   if (known < 0 || known == MDC_CS_RUNNING)
     return fail(s, "case_end: case %" PRId64 ": unknown status '%s' (one of Pass, Fail, Crash, "
-                "Timeout, NotSupported, ExpectedFail, UnexpectedPass, Flake, TraceError)",
+                "Timeout, NotSupported, ExpectedFail, UnexpectedPass, Flake, TraceError, Warn, "
+                "Interrupted, Skipped, OrderDependent)",
                 case_id, r->status ? r->status : "(null)");
   sqlite3_stmt *st = s->case_end;
   sqlite3_bind_int64(st, 1, case_id);
@@ -240,6 +253,10 @@ int mdc_store_case_finish(mdc_store *s, int64_t case_id, const mdc_case_result *
   bind_text(st, 10, r->driver_message);
   bind_text(st, 11, r->advisory);
   bind_text(st, 12, r->details);
+  bind_text(st, 13, r->signature);
+  bind_text(st, 14, r->stack);
+  bind_text(st, 15, r->reduced);
+  bind_text(st, 16, r->preceded_by);
   int rc = sqlite3_step(st);
   sqlite3_reset(st);
   sqlite3_clear_bindings(st);

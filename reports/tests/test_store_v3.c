@@ -59,9 +59,9 @@ Test(store_v3, a_v2_file_is_upgraded_in_place_once_and_its_stopped_case_becomes_
   const char *p = st_path(0, "old.db");
   make_v2(p);
   mdc_store *s = st_open(p);
-  cr_expect_eq(mdc_store_version(s), 3);
+  cr_expect_eq(mdc_store_version(s), MDC_STORE_SCHEMA_VERSION);
   mdc_store_close(s);
-  cr_expect_eq(st_int(p, "PRAGMA user_version"), 3);
+  cr_expect_eq(st_int(p, "PRAGMA user_version"), MDC_STORE_SCHEMA_VERSION);
   cr_expect_str_eq(st_text(p, "SELECT group_concat(name || ':' || status, ' ') FROM (SELECT * FROM cases ORDER BY id)"),
                    "a/done:Pass a/stopped:Interrupted a/killed:Running a/warned:Warn",
                    "the interrupted run's case is Interrupted, the killed run's stays Running");

@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-#define MDC_STORE_SCHEMA_VERSION 3
+#define MDC_STORE_SCHEMA_VERSION 4
 
 /* Returned (instead of -1) by the functions that say so: the file, run or row asked for is not
  * there. The message is in the error buffer as for -1. */
@@ -27,12 +27,14 @@ extern "C" {
  * run; mdc_store_run_finish of an interrupted run turns its Running cases into it).
  * `unexpected`: whether a case ending so makes a run fail (mdc's exit status 1, the report's
  * "unexpected" count); Running and Interrupted count, a case that never ended. The harness (mdc_int.h)
- * and the reports take their statuses from here. */
+ * and the reports take their statuses from here. Schema v4 adds Skipped (a --skips entry: never
+ * run) and OrderDependent (passes alone, fails after another trace in the same process). */
 #define MDC_STORE_STATUS_MAP(X)                                                                  \
   X(PASS, "Pass", 0) X(FAIL, "Fail", 1) X(CRASH, "Crash", 1) X(TIMEOUT, "Timeout", 1)            \
   X(NOT_SUPPORTED, "NotSupported", 0) X(EXPECTED_FAIL, "ExpectedFail", 0)                        \
   X(UNEXPECTED_PASS, "UnexpectedPass", 1) X(FLAKE, "Flake", 0) X(TRACE_ERROR, "TraceError", 1)   \
-  X(WARN, "Warn", 0) X(RUNNING, "Running", 1) X(INTERRUPTED, "Interrupted", 1)
+  X(WARN, "Warn", 0) X(RUNNING, "Running", 1) X(INTERRUPTED, "Interrupted", 1)                   \
+  X(SKIPPED, "Skipped", 0) X(ORDER_DEPENDENT, "OrderDependent", 1)
 
 typedef enum mdc_case_status {
 #define X(e, n, u) MDC_CS_##e,
@@ -83,6 +85,13 @@ typedef struct mdc_run_info {
   uint64_t seed; int has_seed;
   uint32_t shard_index, shard_count;   /* 0/1 when not sharded (a count of 0 is taken as 1) */
   const char *host, *revision;         /* NULL: filled by the store (gethostname, MDC_REVISION) */
+  /* schema v4 (NULL / 0: not known) */
+  const char *driver_build_id;         /* the driver file's GNU build-id, hex */
+  const char *driver_sha256;           /* the driver file's SHA-256, hex */
+  const char *selection;               /* a hash of the sorted set of the run's case names */
+  uint32_t selection_n;                /* how many names */
+  uint64_t shuffle_seed; int has_shuffle_seed;  /* --shuffle SEED */
+  uint32_t group_size;                 /* cases per child (grouped replay); 0: not recorded */
 } mdc_run_info;
 
 /* Inserts the run row (uuid generated, started_at now). *run_id gets its row id; uuid (when
@@ -121,6 +130,11 @@ typedef struct mdc_case_result {
   const char *driver_message;  /* the driver's last_error for the failing call */
   const char *advisory;        /* message expectations that did not match: reported, not judged */
   const char *details;         /* JSON text (refused when not valid JSON) */
+  /* schema v4 */
+  const char *signature;       /* the cause signature (cases with one cause share it) */
+  const char *stack;           /* a crash's symbolized stack, one frame a line */
+  const char *reduced;         /* path of a reduced reproducer */
+  const char *preceded_by;     /* OrderDependent: the trace that ran before it in its process */
 } mdc_case_result;
 /* mdc_store_case_end with every column of schema v2. Fails (and changes nothing) for an unknown
  * status, a case that is not Running, or details that are not valid JSON. */
@@ -193,6 +207,7 @@ typedef struct mdc_case_row {
   uint32_t line;
   const char *message, *expected, *actual;
   const char *event, *rule, *driver_message, *advisory, *details;  /* schema v2 */
+  const char *signature, *stack, *reduced, *preceded_by;           /* schema v4 */
 } mdc_case_row;
 
 /* Fetches case case_id into *row; -1 (message "no such case") when there is none. */
@@ -212,6 +227,10 @@ typedef struct mdc_run_row {
   int has_counts;              /* the summary counts are set (run_end ran) */
   uint32_t cases, passed, failed, crashed, timed_out, unexpected;
   int interrupted;
+  const char *driver_build_id, *driver_sha256, *selection;   /* schema v4; NULL: not known */
+  uint32_t selection_n, group_size;
+  uint64_t shuffle_seed;
+  int has_shuffle_seed;
   double duration_s;           /* ended_at - started_at; < 0 when the run never ended */
   char *mem_;                  /* private: holds the strings */
 } mdc_run_row;
