@@ -14,6 +14,7 @@ static void usage(FILE *f) {
           "  mutants [options]                 build the reference driver's mutants, print the kill matrix\n"
           "  fuzz --target T [options]         an AFL++ campaign on a fuzz target; fuzz export SIGNATURE\n"
           "  results [--run UUID|latest]       a stored run's verdicts on the terminal (or --json)\n"
+          "  reduce TRACE [--driver SO]        a failing trace shrunk to a small one that fails the same way\n"
           "  report [options] --out DIR        the results store as a page, a PR summary and JUnit\n"
           "  report --compare RUN_A RUN_B      what changed between two runs (exit 1: regressed)\n"
           "  db merge OUT IN...                merge results stores (idempotent)\n"
@@ -83,6 +84,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "report")) return mdc_cli__cmd_report(argc - 1, argv + 1);
   if (!strcmp(cmd, "db")) return cmd_db(argc - 1, argv + 1);
   if (!strcmp(cmd, "results")) return mdc_cli__cmd_results(argc - 1, argv + 1);
+  if (!strcmp(cmd, "reduce")) return mdc_cli__cmd_reduce(argc - 1, argv + 1);
   fprintf(stderr, "mdc: unknown command '%s'\n", cmd);
   usage(stderr);
   return MDC_EXIT_USAGE;

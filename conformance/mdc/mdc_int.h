@@ -196,5 +196,6 @@ int mdc_cli__cmd_mutants(int argc, char **argv);
 int mdc_cli__cmd_fuzz(int argc, char **argv);
 int mdc_cli__cmd_report(int argc, char **argv);
 int mdc_cli__cmd_results(int argc, char **argv);
+int mdc_cli__cmd_reduce(int argc, char **argv);
 
 #endif
