@@ -22,7 +22,7 @@ Test(config, null_and_empty_give_defaults) {
 Test(config, every_key_is_parsed) {
   md_config c;
   char err[256];
-  cr_assert_eq(md_config_parse(" backend = sim ;mem_limit=64M;seed=42;faults=alloc_fail@2;latency_ns=1000;copy_gbps=2.5",
+  cr_assert_eq(md_config_parse(" backend = sim ;mem_limit=64M;seed=42;faults=alloc_fail@2;latency_ns=1000;copy_gbps=2.5;init_ns=7",
                                &c, err, sizeof err), MD_NONE, "%s", err);
   cr_assert_str_eq(c.backend, "sim");
   cr_assert_eq(c.mem_limit, 64ull << 20);
@@ -31,6 +31,7 @@ Test(config, every_key_is_parsed) {
   cr_assert_str_eq(c.faults, "alloc_fail@2");
   cr_assert_eq(c.latency_ns, 1000u);
   cr_assert_eq(c.copy_gbps, 2.5);
+  cr_assert_eq(c.init_ns, 7u);
   cr_assert_eq(c.given, (1u << MD_CONFIG_KEY_COUNT) - 1);
 }
 
@@ -79,6 +80,7 @@ static struct bad bads[] = {
     {"latency_ns=-1", "latency_ns '-1'"},
     {"copy_gbps=0", "copy_gbps '0'"},
     {"copy_gbps=fast", "copy_gbps 'fast'"},
+    {"init_ns=soon", "init_ns 'soon'"},
     {"backend", "'backend' is not key=value"},
     {"seed=1;seed=2", "key 'seed' given twice"},
 };

@@ -4,6 +4,7 @@
  * info, stats, the clock, and the ops table. What the device does: md/sim.h. */
 #include "sim_backend_int.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ---- counters and the clock ------------------------------------------------------------- */
 
@@ -60,6 +62,28 @@ static uint64_t random_seed(const md_backend *b) {
 
 static void sim_close(md_backend *b);
 
+/* The start-up cost model (config init_ns): a GPU runtime initializes once per process, on its
+ * first device open, and a forked child cannot use its parent's (so it pays again). The first
+ * open in each process waits init_ns for real (as an init would: this is the cost being modelled,
+ * not a test wait); opens that come meanwhile on other threads wait for it on the lock. */
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+static pid_t init_pid;   /* the process that paid the start-up (0: none yet) */
+
+static void pay_init(uint64_t init_ns) {
+  if (!init_ns) return;
+  pthread_mutex_lock(&init_lock);
+  if (init_pid != getpid()) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    uint64_t end = (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec + init_ns;
+    t.tv_sec = (time_t)(end / 1000000000ull);
+    t.tv_nsec = (long)(end % 1000000000ull);
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL) == EINTR) {}
+    init_pid = getpid();
+  }
+  pthread_mutex_unlock(&init_lock);
+}
+
 static md_status sim_open(const md_backend_params *p, md_backend **out, char *err, size_t errlen) {
   if (!out) return md_backend_fail(err, errlen, MD_INVALID_ARGUMENT, "sim: open: out is NULL");
   *out = NULL;
@@ -68,6 +92,7 @@ static md_status sim_open(const md_backend_params *p, md_backend **out, char *er
   if (p->struct_size < sizeof *p)
     return md_backend_fail(err, errlen, MD_INVALID_ARGUMENT, "sim: open: md_backend_params.struct_size %u < %zu",
                 p->struct_size, sizeof *p);
+  pay_init(p->init_ns);
   md_backend *b = aligned_alloc(_Alignof(md_backend), sizeof *b);
   if (!b) return md_backend_fail(err, errlen, MD_DEVICE_UNAVAILABLE, "sim: out of host memory");
   memset(b, 0, offsetof(md_backend, order_log));

@@ -39,6 +39,8 @@ typedef struct md_backend_params {
   uint64_t latency_ns;                   /* simulated launch latency; 0 = none */
   const char *faults;                    /* simulator fault plan or NULL */
   double copy_gbps;                      /* simulated copy bandwidth, GB/s; 0 = not modelled */
+  uint64_t init_ns;                      /* simulated start-up: the first open of a process
+                                            waits this long (a GPU runtime's init); 0 = none */
 } md_backend_params;
 
 /* Where the runtime asks the backend whether a planned fault fires (fault_point). */

@@ -13,6 +13,7 @@
  *   faults      a fault plan, kept as written (the backend parses it)
  *   latency_ns  an unsigned integer: decimal or 0x hex
  *   copy_gbps   a bandwidth in GB/s, 0 < x <= 1e6
+ *   init_ns     an unsigned integer: decimal or 0x hex (the simulator's start-up cost model)
  * An unknown key, a key given twice, an item without '=' or a bad value is INVALID_ARGUMENT
  * with a message naming it. Thread-safe: no state. */
 #ifndef MD_CONFIG_H
@@ -34,7 +35,8 @@ extern "C" {
   X(SEED, seed)              \
   X(FAULTS, faults)          \
   X(LATENCY_NS, latency_ns)  \
-  X(COPY_GBPS, copy_gbps)
+  X(COPY_GBPS, copy_gbps)    \
+  X(INIT_NS, init_ns)
 
 typedef enum md_config_key {
 #define MD_CONFIG_X(e, n) MD_CONFIG_##e,
@@ -50,6 +52,7 @@ typedef struct md_config {
   int has_seed;
   uint64_t latency_ns;
   double copy_gbps;       /* 0: not modelled */
+  uint64_t init_ns;       /* start-up cost the first open_device of a process pays (sim); 0: none */
   char faults[256];       /* "" when none */
   uint32_t given;         /* bit (1u << MD_CONFIG_<KEY>) for every key the text named */
 } md_config;

@@ -64,6 +64,7 @@ static md_status open_one(md_device *d, const md_backend_ops *ops) {
   p.has_seed = d->cfg.has_seed;
   p.latency_ns = d->cfg.latency_ns;
   p.copy_gbps = d->cfg.copy_gbps;
+  p.init_ns = d->cfg.init_ns;
   p.faults = d->cfg.faults[0] ? d->cfg.faults : NULL;
   char err[256] = "";
   md_status st = ops->open(&p, &d->bk, err, sizeof err);

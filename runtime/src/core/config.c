@@ -91,7 +91,7 @@ static int parse_item(const char *kb, size_t klen, const char *vb, size_t vlen, 
   unsigned k = 0;
   while (k < MD_CONFIG_KEY_COUNT && !(strlen(key_names[k]) == klen && memcmp(key_names[k], kb, klen) == 0)) k++;
   if (k == MD_CONFIG_KEY_COUNT)
-    return bad(c, "config: unknown key '%.*s' (known: backend, mem_limit, seed, faults, latency_ns, copy_gbps)",
+    return bad(c, "config: unknown key '%.*s' (known: backend, mem_limit, seed, faults, latency_ns, copy_gbps, init_ns)",
                (int)(klen > 64 ? 64 : klen), kb);
   md_config *out = c->out;
   if (out->given & (1u << k)) return bad(c, "config: key '%s' given twice", key_names[k]);
@@ -130,6 +130,10 @@ static int parse_item(const char *kb, size_t klen, const char *vb, size_t vlen, 
       out->copy_gbps = g;
       break;
     }
+    case MD_CONFIG_INIT_NS:
+      if (parse_u64(val, 0, &out->init_ns))
+        return bad(c, "config: init_ns '%s' is not an unsigned integer (decimal or 0x hex)", val);
+      break;
     case MD_CONFIG_KEY_COUNT: break;
   }
   out->given |= 1u << k;
@@ -181,6 +185,7 @@ size_t md_config_format(const md_config *c, char *buf, size_t len) {
       case MD_CONFIG_FAULTS: snprintf(v, sizeof v, "%s", c->faults); break;
       case MD_CONFIG_LATENCY_NS: snprintf(v, sizeof v, "%llu", (unsigned long long)c->latency_ns); break;
       case MD_CONFIG_COPY_GBPS: snprintf(v, sizeof v, "%.17g", c->copy_gbps); break;
+      case MD_CONFIG_INIT_NS: snprintf(v, sizeof v, "%llu", (unsigned long long)c->init_ns); break;
       case MD_CONFIG_KEY_COUNT: v[0] = '\0'; break;
     }
     if (s.used) put(&s, ";", 1);

@@ -87,7 +87,9 @@
  *
  * Time. A model, off by default: latency_ns per launch, copy_gbps for copies (bytes / GB/s).
  * Synchronous work advances the device clock; queued work its stream's clock, and the device
- * clock is at least the latest stream clock. Nothing sleeps. */
+ * clock is at least the latest stream clock. Nothing sleeps, but for the start-up cost model
+ * (init_ns): the first open of each process waits init_ns for real, as a GPU runtime's start-up
+ * would (docs/sim.md). */
 #ifndef MD_SIM_H
 #define MD_SIM_H
 
