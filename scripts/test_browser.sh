@@ -4,7 +4,10 @@
 # the top, the totals on the first screen (reports/tests/png_check.c); and checks in the DOM
 # Chromium built that the header and the totals come first. The report is of a fixture store
 # written for the purpose (reports/fixture.c: a history with regressions, a mutants run, a fuzz
-# campaign), so every section is there. Output in results/browser/ (BROWSER_OUT).
+# campaign), so every section is there. Then (issue 26) the report of a real run: the causes test
+# driver replayed on the 227 traces it fails for three causes (conformance/tests/drivers/): its
+# first screen must show the causes table with exactly three rows. Output in results/browser/
+# (BROWSER_OUT).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -15,7 +18,8 @@ SCREEN_H=800
 scripts/deps.sh chromium libpng-dev
 test -f "$BUILD/CMakeCache.txt" || cmake -S . -B "$BUILD" -DMD_WERROR=ON >/dev/null
 cmake "$BUILD" >/dev/null   # finds libpng if it was just installed
-cmake --build "$BUILD" -j "${JOBS:-2}" --target mdc mdc_report_fixture mdc_png_check
+cmake --build "$BUILD" -j "${JOBS:-2}" --target mdc mdc_report_fixture mdc_png_check mdc_test_cause_traces \
+  mdc_test_causes_driver
 
 rm -rf "$OUT"
 mkdir -p "$OUT"
@@ -49,5 +53,26 @@ if grep -q 'http' "$OUT/report/index.html"; then
   echo "FAIL: the page names a URL"
   fail=1
 fi
-echo "screenshots: $abs_out/first-screen.png (checked), $abs_out/full-page.png"
+
+# The causes: three causes of 220 failing cases, on the first screen.
+mkdir -p "$OUT/causes/traces"
+"$BUILD/conformance/tests/mdc_test_cause_traces" "$OUT/causes/traces"
+rc=0
+"$BUILD/conformance/mdc/mdc" replay --quiet --no-rerun --db "$OUT/causes/causes.db" \
+  --driver "$BUILD/conformance/tests/libmdc_test_causes_driver.so" "$OUT/causes/traces" || rc=$?
+[ $rc -eq 1 ] || { echo "FAIL: the causes run exited $rc, not 1"; fail=1; }
+"$BUILD/conformance/mdc/mdc" report --db "$OUT/causes/causes.db" --out "$OUT/causes/report"
+cpage="file://$abs_out/causes/report/index.html"
+chrome --screenshot="$abs_out/causes-first-screen.png" --window-size=$SCREEN_W,$SCREEN_H "$cpage" >/dev/null
+chrome --dump-dom "$cpage" >"$OUT/causes/dom.html"
+"$BUILD/reports/mdc_png_check" "$OUT/causes-first-screen.png" --screen $SCREEN_H --causes 3 || fail=1
+ids=$(grep -o ' id="[a-z]*"' "$OUT/causes/dom.html" | head -3 | tr -d ' \n')
+groups=$(grep -c '<details class="cause"' "$OUT/causes/dom.html" || true)
+if [ "$ids" = 'id="run"id="totals"id="causes"' ] && [ "$groups" = 3 ]; then
+  echo "DOM: the run header, the totals, then the causes: 3 groups"
+else
+  echo "FAIL: the causes report's DOM starts with $ids and has $groups cause groups, not 3 after the totals"
+  fail=1
+fi
+echo "screenshots: $abs_out/first-screen.png, $abs_out/causes-first-screen.png (checked), $abs_out/full-page.png"
 exit $fail

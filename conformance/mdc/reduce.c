@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mdc/store.h"
 #include "mdc_int.h"
 
 /* ---- the trace as units -------------------------------------------------------------------- */
@@ -270,6 +271,7 @@ static int render(const trace *t, const char *keep, const char *comment, buf *ou
 
 typedef struct reducer {
   const char *driver, *config, *who, *path;
+  const char *db, *run_ref;    /* --db, --run: where the reduced trace is recorded */
   double timeout_s;
   int replays, verbose, quiet;
   int ref_check;               /* a candidate must also pass on the reference driver */
@@ -613,6 +615,10 @@ static void usage(FILE *f) {
           "  --no-reference   with --driver, a candidate need not pass on the reference driver\n"
           "                   (by default it must: the reduced trace shows the driver's bug, not\n"
           "                   a trace broken by the reduction)\n"
+          "  --db FILE        record the reduced trace in this results store, on the case of the\n"
+          "                   run given by --run (default: the latest replay) that has the trace's\n"
+          "                   name: reports and `mdc results --groups` link its cause to it\n"
+          "  --run R          that run: its uuid, a unique prefix, or latest\n"
           "  --quiet          no progress on stderr\n"
           "  -v, --verbose    the driver's own output on stderr\n\n"
           "exit status: 0 reduced trace written, 2 bad usage or input (a trace that passes, is a\n"
@@ -711,7 +717,8 @@ static int parse_args(int argc, char **argv, reducer *z, const char **path, cons
       {"out", required_argument, 0, 'o'},    {"timeout", required_argument, 0, 't'},
       {"replays", required_argument, 0, 'r'}, {"quiet", no_argument, 0, 'q'},
       {"verbose", no_argument, 0, 'v'},      {"help", no_argument, 0, 'h'},
-      {"no-reference", no_argument, 0, 'N'},
+      {"no-reference", no_argument, 0, 'N'}, {"db", required_argument, 0, 'b'},
+      {"run", required_argument, 0, 'R'},
       {0, 0, 0, 0}};
   int c;
   long v;
@@ -725,6 +732,8 @@ static int parse_args(int argc, char **argv, reducer *z, const char **path, cons
       case 'q': *quiet = 1; break;
       case 'v': z->verbose = 1; break;
       case 'N': z->ref_check = 0; break;
+      case 'b': z->db = optarg; break;
+      case 'R': z->run_ref = optarg; break;
       case 'h': usage(stdout); return -1;
       case 't':
         if (mdc_cli__parse_seconds(optarg, &z->timeout_s)) {
@@ -753,6 +762,27 @@ static int parse_args(int argc, char **argv, reducer *z, const char **path, cons
   }
   *path = argv[optind];
   return 0;
+}
+
+/* Records out as the reduced reproducer of the case named name in the run --run of --db.
+ * MDC_EXIT_OK, or MDC_EXIT_STORE / MDC_EXIT_USAGE with the reason on stderr (the trace is
+ * written either way). */
+static int record(const reducer *z, const char *name, const char *out) {
+  char err[1024], abs[4096];
+  mdc_store *s = NULL;
+  if (mdc_store_open(z->db, &s, err, sizeof err)) {
+    fprintf(stderr, "mdc reduce: %s (the reduced trace is written: %s)\n", err, out);
+    return MDC_EXIT_STORE;
+  }
+  const char *path = realpath(out, abs) ? abs : out; /* a report elsewhere still finds it */
+  mdc_run_row run;
+  int rc = mdc_store_run_find(s, z->run_ref ? z->run_ref : "latest", z->run_ref ? NULL : "replay", &run);
+  if (rc == 0) rc = mdc_store_case_set_reduced(s, run.id, name, path);
+  if (rc == 0 && !z->quiet) fprintf(stderr, "mdc reduce: recorded in %s, run %.8s, case %s\n", z->db, run.uuid, name);
+  if (rc != 0) fprintf(stderr, "mdc reduce: %s: %s (the reduced trace is written: %s)\n", z->db, mdc_store_error(s), out);
+  mdc_store_run_row_free(&run);
+  mdc_store_close(s);
+  return rc == 0 ? MDC_EXIT_OK : rc == MDC_STORE_NOT_FOUND ? MDC_EXIT_USAGE : MDC_EXIT_STORE;
 }
 
 int mdc_cli__cmd_reduce(int argc, char **argv) {
@@ -799,6 +829,8 @@ int mdc_cli__cmd_reduce(int argc, char **argv) {
     size_t after = 0;
     for (size_t u = 0; u < t.n_units; u++)
       for (size_t i = t.units[u].first; cur[u] && i <= t.units[u].last; i++) after++;
+    char *orig_name = json_is_string(json_object_get(t.header, "name"))
+                          ? strdup(json_string_value(json_object_get(t.header, "name"))) : NULL;
     mark_header(&t, t.n_evs, after);
     for (size_t u = 0; u < t.n_units; u++)
       for (size_t i = t.units[u].first; cur[u] && i <= t.units[u].last; i++) inline_sidecars(&z, t.evs[i].obj);
@@ -814,7 +846,9 @@ int mdc_cli__cmd_reduce(int argc, char **argv) {
     } else {
       printf("%s: %zu events -> %zu (%lu candidates, %.1f s)\n", out, t.n_evs, after, z.tests,
              mdc_cli__now() - z.t0);
+      if (z.db) rc = record(&z, orig_name ? orig_name : path, out);
     }
+    free(orig_name);
   }
   mdc_cli__reap_all();
   free(cur);

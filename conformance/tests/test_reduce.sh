@@ -32,6 +32,24 @@ MD_MUTANT=output_alias_unchecked "$mdc" replay --no-db --no-rerun --config backe
 grep -q '"status": "Fail"' "$tmp/mut.json" || fail "the mutant's verdict is not Fail"
 "$mdc" replay --no-db --config backend=sim "$out" > /dev/null 2>&1 || fail "the reduced trace fails on the reference driver"
 
+# 1b. --db: the reduced trace recorded on the failing case of the latest replay, shown with its
+#     cause by `mdc results --groups` (and its JSON) and in the report's causes
+db=$tmp/r.db
+MD_MUTANT=output_alias_unchecked "$mdc" replay --db "$db" --no-rerun --config backend=sim --driver "$mutants" \
+  --include 'workloads/*' "$traces/workloads" > /dev/null 2>&1 || true
+MD_MUTANT=output_alias_unchecked "$mdc" reduce "$traces/workloads/sequence.jsonl" --driver "$mutants" \
+  --config backend=sim --out "$tmp/seq2.jsonl" --db "$db" --quiet > /dev/null || fail "reduce --db exited $?"
+"$mdc" results --db "$db" --groups > "$tmp/groups.txt" || true
+grep -q "reduced: .*seq2.jsonl" "$tmp/groups.txt" || fail "results --groups does not link the reduced trace: $(cat "$tmp/groups.txt")"
+"$mdc" report --db "$db" --out "$tmp/report" > /dev/null 2>&1 || true
+grep -q "Reduced reproducer: <a href=\"[^\"]*seq2.jsonl\"" "$tmp/report/index.html" || fail "the report's causes do not link it"
+rc=0
+MD_MUTANT=output_alias_unchecked "$mdc" reduce "$traces/workloads/sequence.jsonl" --driver "$mutants" \
+  --config backend=sim --out "$tmp/seq3.jsonl" --db "$db" --run no-such-run --quiet > /dev/null 2> "$tmp/norun.err" || rc=$?
+[ "$rc" = 2 ] || fail "reduce --run no-such-run: exit $rc, want 2"
+grep -q "no-such-run" "$tmp/norun.err" || fail "the message does not name the run: $(cat "$tmp/norun.err")"
+[ -s "$tmp/seq3.jsonl" ] || fail "the reduced trace was not kept when recording it failed"
+
 # 2. bad input: exit 2, a clear message, no output
 expect_refused() { # name, expected message part, mdc reduce args...
   local what=$1 msg=$2; shift 2

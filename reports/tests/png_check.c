@@ -3,7 +3,9 @@
  * header's dark band runs across the top, and that the totals' coloured chips are on the first
  * screen, below the header. Prints what it measured; exit 0 when every check holds, 1 when one
  * fails, 2 on bad usage or an unreadable file.
- *   mdc_png_check SHOT.png [--screen HEIGHT] */
+ * With --causes N it also counts the causes table's rows on the first screen (each row's count is
+ * drawn on a colour of its own, .cause-n) and checks that there are exactly N.
+ *   mdc_png_check SHOT.png [--screen HEIGHT] [--causes N] */
 #include <png.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,14 +15,25 @@ typedef struct rgb { unsigned char r, g, b; } rgb;
 
 /* The page's colours (reports/report_html.c): header band, Pass chip, Fail chip. */
 static const rgb header_bg = {0x1f, 0x29, 0x37}, pass_chip = {0x1b, 0x7f, 0x3b}, fail_chip = {0xc6, 0x28, 0x28};
+static const rgb cause_n = {0x39, 0x49, 0xab};
 
 static int near(const unsigned char *p, rgb c) {
   return abs(p[0] - c.r) <= 6 && abs(p[1] - c.g) <= 6 && abs(p[2] - c.b) <= 6;
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2 && !(argc == 4 && !strcmp(argv[2], "--screen"))) {
-    fprintf(stderr, "usage: mdc_png_check SHOT.png [--screen HEIGHT]\n");
+  int want_causes = -1;
+  unsigned screen_arg = 0;
+  for (int i = 2; i < argc; i++) {
+    if (i + 1 < argc && !strcmp(argv[i], "--screen")) screen_arg = (unsigned)atoi(argv[++i]);
+    else if (i + 1 < argc && !strcmp(argv[i], "--causes")) want_causes = atoi(argv[++i]);
+    else {
+      fprintf(stderr, "usage: mdc_png_check SHOT.png [--screen HEIGHT] [--causes N]\n");
+      return 2;
+    }
+  }
+  if (argc < 2) {
+    fprintf(stderr, "usage: mdc_png_check SHOT.png [--screen HEIGHT] [--causes N]\n");
     return 2;
   }
   png_image img;
@@ -38,7 +51,7 @@ int main(int argc, char **argv) {
     free(px);
     return 2;
   }
-  unsigned w = img.width, h = img.height, screen = argc == 4 ? (unsigned)atoi(argv[3]) : h;
+  unsigned w = img.width, h = img.height, screen = screen_arg ? screen_arg : h;
   if (screen == 0 || screen > h) screen = h;
   int ok = 1;
   /* Not blank: many colours (text is anti-aliased; a blank or failed page has one or two). */
@@ -85,6 +98,26 @@ int main(int argc, char **argv) {
   if (!at[0] || !at[1] || at[0] >= screen || at[1] >= screen) {
     printf("FAIL: the totals are not on the first screen\n");
     ok = 0;
+  }
+  if (want_causes >= 0) {
+    /* Bands of rows holding a badge-wide (>= 30 px) run of the cause count's colour: one band
+     * per cause row drawn on the first screen. */
+    unsigned bands = 0;
+    int in_band = 0;
+    for (unsigned y = 0; y < screen; y++) {
+      unsigned run = 0, hit = 0;
+      for (unsigned x = 0; x < w && !hit; x++) {
+        run = near(px + y * stride + 3 * x, cause_n) ? run + 1 : 0;
+        hit = run >= 30;
+      }
+      if (hit && !in_band) bands++;
+      in_band = (int)hit;
+    }
+    printf("causes: %u rows on the first screen (want %d)\n", bands, want_causes);
+    if ((int)bands != want_causes) {
+      printf("FAIL: the causes table does not show %d causes on the first screen\n", want_causes);
+      ok = 0;
+    }
   }
   free(px);
   png_image_free(&img);
