@@ -8,6 +8,15 @@ BUILD_LIBFUZZER ?= build-libfuzzer
 JOBS         ?= $(shell nproc)
 CMAKE_FLAGS  ?=
 CTEST_FLAGS  ?= --output-on-failure -j $(JOBS)
+# Quiet steps (scripts/quiet.sh): a build's output goes to <dir>/build.log and a ctest run's to
+# <dir>/ctest.log; the terminal gets one progress line per step, the summaries, and on a failure
+# the log's errors and last lines (every failed test's output) and its path. V=1: everything.
+V            ?=
+ifeq ($(V),1)
+quiet        =
+else
+quiet        = scripts/quiet.sh $(1) "$(2)" $(3) --
+endif
 # A comma inside $(call ...) arguments: written $(comma), or it splits the argument.
 comma := ,
 
@@ -30,7 +39,7 @@ endef
 
 build: deps
 	$(call configure,$(BUILD),)
-	cmake --build $(BUILD) -j $(JOBS)
+	@$(call quiet,build,build $(BUILD)/,$(BUILD)/build.log) cmake --build $(BUILD) -j $(JOBS)
 
 # The main job: replay the conformance corpus on the simulator, log every result to
 # results/mdc.db, print the summary, then write the run's report to results/report/ (page,
@@ -50,17 +59,19 @@ test: test-main test-asan test-tsan build-bench
 	@echo "make test: all suites passed"
 
 test-main: build
-	cd $(BUILD) && ctest $(CTEST_FLAGS)
+	@$(call quiet,ctest,ctest $(BUILD)/,$(BUILD)/ctest.log) ctest --test-dir $(BUILD) $(CTEST_FLAGS)
 
 test-asan: deps
 	$(call configure,$(BUILD_ASAN),-DCMAKE_BUILD_TYPE=Debug -DMD_SANITIZE=address$(comma)undefined -DMD_BUILD_BENCH=OFF)
-	cmake --build $(BUILD_ASAN) -j $(JOBS)
-	cd $(BUILD_ASAN) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest $(CTEST_FLAGS)
+	@$(call quiet,build,build $(BUILD_ASAN)/,$(BUILD_ASAN)/build.log) cmake --build $(BUILD_ASAN) -j $(JOBS)
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  $(call quiet,ctest,ctest $(BUILD_ASAN)/ (ASan+UBSan),$(BUILD_ASAN)/ctest.log) ctest --test-dir $(BUILD_ASAN) $(CTEST_FLAGS)
 
 test-tsan: deps
 	$(call configure,$(BUILD_TSAN),-DCMAKE_BUILD_TYPE=Debug -DMD_SANITIZE=thread -DMD_BUILD_BENCH=OFF)
-	cmake --build $(BUILD_TSAN) -j $(JOBS)
-	cd $(BUILD_TSAN) && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest $(CTEST_FLAGS) -L concurrency
+	@$(call quiet,build,build $(BUILD_TSAN)/,$(BUILD_TSAN)/build.log) cmake --build $(BUILD_TSAN) -j $(JOBS)
+	@TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	  $(call quiet,ctest,ctest $(BUILD_TSAN)/ (TSan; concurrency),$(BUILD_TSAN)/ctest.log) ctest --test-dir $(BUILD_TSAN) $(CTEST_FLAGS) -L concurrency
 
 # Opt-in (installs Debian's chromium): a report opened in headless Chromium, its first screen
 # checked (not blank, run header and totals on it); screenshots in results/browser/.
@@ -70,7 +81,7 @@ test-browser:
 # The benchmark configuration (Release, -Werror) is built by `make test` too, so it cannot rot.
 build-bench: deps
 	$(call configure,$(BUILD_BENCH),-DCMAKE_BUILD_TYPE=Release -DMD_BUILD_TESTS=OFF)
-	cmake --build $(BUILD_BENCH) -j $(JOBS)
+	@$(call quiet,build,build $(BUILD_BENCH)/ (Release),$(BUILD_BENCH)/build.log) cmake --build $(BUILD_BENCH) -j $(JOBS)
 
 bench: build-bench
 	$(BUILD_BENCH)/bench/md_bench
@@ -105,7 +116,7 @@ fuzz-build: build
 	AFL_QUIET=1 cmake --build $(BUILD_FUZZ) -j $(JOBS) --target md_fuzz_targets
 	$(call configure,$(BUILD_FUZZ)-asan,-DCMAKE_C_COMPILER=afl-clang-fast $(FUZZ_FLAGS) -DMD_SANITIZE=address$(comma)undefined)
 	AFL_QUIET=1 cmake --build $(BUILD_FUZZ)-asan -j $(JOBS) --target md_fuzz_targets
-	$(call configure,$(BUILD_FUZZ)-cmplog,-DCMAKE_C_COMPILER=afl-clang-fast $(FUZZ_FLAGS))
+	$(call configure,$(BUILD_FUZZ)-cmplog,-DCMAKE_C_COMPILER=afl-clang-fast $(FUZZ_FLAGS) -DMDC_FUZZ_FLAVOR=afl-cmplog)
 	AFL_QUIET=1 AFL_LLVM_CMPLOG=1 cmake --build $(BUILD_FUZZ)-cmplog -j $(JOBS) --target md_fuzz_targets
 	$(call configure,$(BUILD_LIBFUZZER),-DCMAKE_C_COMPILER=clang $(FUZZ_FLAGS) -DMD_SANITIZE=address$(comma)undefined -DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link -DCMAKE_C_STANDARD_LIBRARIES=-Wl$(comma)-z$(comma)undefs)
 	cmake --build $(BUILD_LIBFUZZER) -j $(JOBS) --target md_fuzz_targets

@@ -68,15 +68,34 @@ static void run_json(FILE *f, const mdc_run_row *r) {
   rp_json_str(f, r->backend);
   fprintf(f, ", \"revision\": ");
   rp_json_str(f, r->revision);
+  fprintf(f, ", \"driver_build_id\": ");
+  rp_json_str(f, r->driver_build_id);
+  fprintf(f, ", \"driver_sha256\": ");
+  rp_json_str(f, r->driver_sha256);
+  fprintf(f, ", \"selection\": ");
+  rp_json_str(f, r->selection);
   fprintf(f, "}");
 }
 
 static void run_text(FILE *f, const char *label, const mdc_run_row *r) {
   char when[32];
   rp_when(r->started_at, when, sizeof when);
-  fprintf(f, "%s %s (%s %s, %s %s on %s, revision %s)\n", label, r->uuid, r->kind, when,
+  fprintf(f, "%s %s (%s %s, %s %s on %s, revision %s", label, r->uuid, r->kind, when,
           r->driver_name ? r->driver_name : "?", r->driver_version ? r->driver_version : "",
           r->backend ? r->backend : "?", r->revision ? r->revision : "?");
+  if (r->driver_build_id || r->driver_sha256)
+    fprintf(f, ", build-id %s, sha256 %.16s", r->driver_build_id ? r->driver_build_id : "-",
+            r->driver_sha256 ? r->driver_sha256 : "-");
+  if (r->selection) fprintf(f, ", %u traces (selection %.8s)", r->selection_n, r->selection);
+  fprintf(f, ")\n");
+}
+
+/* Whether two runs judged the same driver build: 1 same, 0 different, -1 not known (a run did
+ * not record it). The SHA-256 of the file decides when both have it, else the build-id. Pure. */
+static int same_build(const mdc_run_row *a, const mdc_run_row *b) {
+  if (a->driver_sha256 && b->driver_sha256) return strcmp(a->driver_sha256, b->driver_sha256) == 0;
+  if (a->driver_build_id && b->driver_build_id) return strcmp(a->driver_build_id, b->driver_build_id) == 0;
+  return -1;
 }
 
 /* Opens the store read-only and closes it; writes to out only when it succeeds (the text is
@@ -118,10 +137,28 @@ int mdc_report_compare(const mdc_compare_opts *o, FILE *out, char *err, size_t e
     run_json(mem, &base.run);
     fprintf(mem, ",\n  \"b\": ");
     run_json(mem, &b);
+    int sb = same_build(&base.run, &b);
+    fprintf(mem, ",\n  \"same_build\": %s", sb < 0 ? "null" : sb ? "true" : "false");
+    fprintf(mem, ",\n  \"same_selection\": %s", !base.run.selection || !b.selection ? "null"
+                                                    : strcmp(base.run.selection, b.selection) ? "false" : "true");
     fprintf(mem, ",\n  \"changes\": [");
   } else {
     run_text(mem, "A", &base.run);
     run_text(mem, "B", &b);
+    /* What a change of status may owe to something else than the driver's behaviour. */
+    int sb = same_build(&base.run, &b);
+    if (sb == 0)
+      fprintf(mem, "The two runs judged DIFFERENT DRIVER BUILDS (A: build-id %s, sha256 %.16s; B: build-id %s, "
+                   "sha256 %.16s).\n", base.run.driver_build_id ? base.run.driver_build_id : "-",
+              base.run.driver_sha256 ? base.run.driver_sha256 : "-", b.driver_build_id ? b.driver_build_id : "-",
+              b.driver_sha256 ? b.driver_sha256 : "-");
+    else if (sb > 0)
+      fprintf(mem, "Both runs judged the same driver build.\n");
+    else
+      fprintf(mem, "Whether the two runs judged the same driver build is not known (not recorded).\n");
+    if (base.run.selection && b.selection && strcmp(base.run.selection, b.selection))
+      fprintf(mem, "The two runs ran different selections of traces (%u and %u).\n", base.run.selection_n,
+              b.selection_n);
     fprintf(mem, "\n");
   }
   if (rp_join(s, b.id, &base, on_pair, &c, err, errlen) != 0) {

@@ -6,7 +6,9 @@
 # 1. `cmake --install BUILD --prefix WORK/prefix`; every promised file is there, mdc's RUNPATH
 #    is relative to itself and `mdc --version` names the installed driver and recorder;
 # 2. the installed skeleton sources build with find_package(mdc) (a CMake project) and with a
-#    plain `cc $(pkg-config --cflags mdc-driver)`; a program links mdc::md_driver and runs;
+#    plain `cc $(pkg-config --cflags mdc-driver)`; a program links mdc::reference_driver and
+#    runs; mdc-driver.pc links nothing (a driver needs only its headers), and
+#    mdc-reference-driver.pc links the reference driver;
 # 3. the installed mdc replays the installed basic traces: every one passes on both skeletons
 #    and on the reference driver it finds itself.
 foreach(v BUILD SRC WORK CC BINDIR LIBDIR INCLUDEDIR DATADIR DOCDIR)
@@ -49,6 +51,7 @@ set(P ${WORK}/prefix)
 run(${CMAKE_COMMAND} --install ${BUILD} --prefix ${P})
 foreach(f ${BINDIR}/mdc ${LIBDIR}/libmd_driver.so ${LIBDIR}/mdc/libmdc_record.so
           ${INCLUDEDIR}/md/driver.h ${INCLUDEDIR}/md/status.h ${LIBDIR}/pkgconfig/mdc-driver.pc
+          ${LIBDIR}/pkgconfig/mdc-reference-driver.pc
           ${LIBDIR}/cmake/mdc/mdcConfig.cmake ${LIBDIR}/cmake/mdc/mdcConfigVersion.cmake
           ${DATADIR}/mdc/traces/README.md ${DATADIR}/mdc/examples/driver_skeleton/driver_skeleton.c
           ${DATADIR}/mdc/examples/driver_skeleton/CMakeLists.txt ${DOCDIR}/contract.md ${DOCDIR}/driver-guide.md)
@@ -116,8 +119,12 @@ if(NOT pc_include STREQUAL want_include)
   message(FATAL_ERROR "install_kit: mdc-driver.pc's includedir is ${pc_include}, want ${want_include}")
 endif()
 run(${pc} --libs mdc-driver)
+if(RUN_OUT MATCHES "-l")
+  message(FATAL_ERROR "install_kit: pkg-config --libs mdc-driver gives '${RUN_OUT}': a driver built with it would link a library")
+endif()
+run(${pc} --libs mdc-reference-driver)
 if(NOT RUN_OUT MATCHES "-lmd_driver")
-  message(FATAL_ERROR "install_kit: pkg-config --libs mdc-driver gives '${RUN_OUT}', no -lmd_driver")
+  message(FATAL_ERROR "install_kit: pkg-config --libs mdc-reference-driver gives '${RUN_OUT}', no -lmd_driver")
 endif()
 file(MAKE_DIRECTORY ${WORK}/pc)
 run(${CC} -std=c11 -Wall -Wextra -Werror -O2 -shared -fPIC ${cflags} ${skel}/driver_skeleton.c
