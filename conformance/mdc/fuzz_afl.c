@@ -17,10 +17,23 @@
 
 #include "fuzz_int.h"
 #include "mdc_int.h"
+#include "paths.h"
 
 #define INGEST_EVERY_S 5.0
 
 int mdc_cli__fuzz_exists_exec(const char *p) { return access(p, X_OK) == 0; }
+
+void mdc_cli__fuzz_bin(char *out, size_t n, const char *dir, const char *name) {
+  char sub[4200];
+  mdc_cli__fmt(sub, sizeof sub, "%s/fuzz", dir);
+  mdc_cli__fmt(out, n, "%s/fuzz/%s", dir, name);
+  if (mdc_cli__fuzz_exists_exec(out)) return;
+  char flat[4300];
+  mdc_cli__fmt(flat, sizeof flat, "%s/%s", dir, name);
+  /* an installed flavour folder; or, from an installed mdc, where one should be */
+  if (mdc_cli__fuzz_exists_exec(flat) || (mdc_cli__installed() && access(sub, F_OK) != 0))
+    mdc_cli__fmt(out, n, "%s", flat);
+}
 
 int mdc_cli__fuzz_in_path(const char *prog, char *out, size_t n) {
   const char *path = getenv("PATH");
@@ -168,7 +181,8 @@ static int launch(mdc_cli__campaign *c, mdc_cli__instance *in, const char *seeds
   /* the program targets' structure-aware mutations (fuzz/fz_mutate.h), beside AFL++'s own */
   static char mut_env[4200], tgt_env[64];
   if (c->mutator) {
-    mdc_cli__fmt(mut_env, sizeof mut_env, "AFL_CUSTOM_MUTATOR_LIBRARY=%s", MDC_FUZZ_MUTATOR), env[e++] = mut_env;
+    mdc_cli__fmt(mut_env, sizeof mut_env, "AFL_CUSTOM_MUTATOR_LIBRARY=%s", mdc_cli__fuzz_mutator_path()),
+        env[e++] = mut_env;
     mdc_cli__fmt(tgt_env, sizeof tgt_env, "MDC_FUZZ_TARGET=%s", c->target), env[e++] = tgt_env;
   }
   env[e] = NULL;
@@ -293,7 +307,7 @@ int mdc_cli__fuzz_watch(mdc_cli__campaign *c) {
 /* The trivial harness for secs seconds on one core: the machine's ceiling, now. */
 double mdc_cli__fuzz_measure_ceiling(mdc_cli__campaign *c, double secs) {
   char bin[4200], dir[4300], seeds[4400];
-  mdc_cli__fmt(bin, sizeof bin, "%s/fuzz/md_fuzz_ceiling", c->fuzz_build);
+  mdc_cli__fuzz_bin(bin, sizeof bin, c->fuzz_build, "md_fuzz_ceiling");
   mdc_cli__fmt(dir, sizeof dir, "%s/ceiling", c->out);
   mdc_cli__fmt(seeds, sizeof seeds, "%s/ceiling-seeds", c->out);
   mkdir(seeds, 0755);

@@ -25,6 +25,7 @@
 #include "fuzz_int.h"
 #include "mdc/store.h"
 #include "mdc_int.h"
+#include "paths.h"
 
 static const char *const targets[] = {"tokens", "shapes", "concurrency", "trace"};
 
@@ -52,6 +53,7 @@ void mdc_cli__fuzz_usage(FILE *f) {
           "  --mutant NAME    with a mutants build as --driver: the mutant to run (sets MD_MUTANT)\n"
           "  --config STR     open_device keys (default backend=sim)\n"
           "  --db FILE        results store (default results/mdc.db; ':memory:' keeps nothing)\n"
+          "  --no-db          write no results store (as for mdc replay)\n"
           "  --out DIR        campaign folder (default results/fuzz/T): afl/, triage/, logs\n"
           "  --fresh          start over: the folder's earlier campaign is removed, not resumed\n"
           "  --seeds DIR      the initial corpus (default: the target's seeds made from the trace corpus)\n"
@@ -64,7 +66,7 @@ void mdc_cli__fuzz_usage(FILE *f) {
           "  --secondary      every instance of this process is a secondary (-S): the other nodes\n"
           "  --strict         also judge the reference driver's documented decisions (default: on for\n"
           "                   the reference driver and --mutant; --no-strict turns it off)\n"
-          "  --fuzz-build DIR the fuzz builds: DIR, DIR-asan, DIR-cmplog (default %s/build-fuzz)\n"
+          "  --fuzz-build DIR the fuzz builds: DIR, DIR-asan, DIR-cmplog (default %s)\n"
           "  --until-finding  stop the campaign at its first crash or hang (AFL_BENCH_UNTIL_CRASH)\n"
           "  --no-mutator     AFL++'s byte mutations only (default: with them, the program targets'\n"
           "                   call-level mutations, libmd_fuzz_mutator.so)\n"
@@ -72,7 +74,7 @@ void mdc_cli__fuzz_usage(FILE *f) {
           "  --quiet          no progress line and no summary\n\n"
           "exit status: 0 no finding, 1 findings, 2 bad usage or input (unknown target, no afl++, no\n"
           "fuzz build, a driver that cannot be loaded), 3 results store error\n",
-          MDC_REPO_ROOT);
+          mdc_cli__fuzz_build_default());
 }
 
 /* ---- output --------------------------------------------------------------------------------- */
@@ -103,7 +105,7 @@ static void print_json(mdc_cli__campaign *c, double dur, int interrupted) {
                         isnan(c->stability) ? json_null() : json_real(c->stability), "edges", (json_int_t)c->edges,
                         "corpus", (json_int_t)c->corpus, "raw_crashes", (json_int_t)c->raw_crashes, "raw_hangs",
                         (json_int_t)c->raw_hangs, "peak_rss_kb", c->rss_kb >= 0 ? json_integer(c->rss_kb) : json_null(),
-                        "run_uuid", c->store && c->uuid[0] ? json_string(c->uuid) : json_null(), "out", c->out,
+                        "run_uuid", c->store && c->uuid[0] && !c->no_db ? json_string(c->uuid) : json_null(), "out", c->out,
                         "interrupted", interrupted);
   if (!isnan(c->ceiling_eps)) {
     json_object_set_new(j, "ceiling_execs_per_sec", json_real(c->ceiling_eps));
@@ -115,6 +117,8 @@ static void print_json(mdc_cli__campaign *c, double dur, int interrupted) {
   json_object_set_new(j, "instances", inst);
   json_object_set_new(j, "findings", fa);
   json_object_set_new(j, "driver", json_string(c->driver ? c->driver : "(reference)"));
+  /* the reference driver is linked into the targets and built with them: instrumented */
+  json_object_set_new(j, "driver_instrumented", json_string(c->driver ? c->instr : "reference"));
   if (c->mutant) json_object_set_new(j, "mutant", json_string(c->mutant));
   json_object_set_new(j, "strict", json_boolean(c->strict));
   json_object_set_new(j, "program_mutator", json_boolean(c->mutator));
@@ -126,16 +130,19 @@ static void print_json(mdc_cli__campaign *c, double dur, int interrupted) {
 }
 
 static void summary(FILE *f, mdc_cli__campaign *c, double dur, int interrupted) {
-  fprintf(f, "mdc fuzz: %s, %.0f s%s, %d instance%s, driver %s%s%s\n", c->target, dur,
+  fprintf(f, "mdc fuzz: %s, %.0f s%s, %d instance%s, driver %s%s%s%s%s%s\n", c->target, dur,
           interrupted ? " (interrupted)" : "", c->n_inst, c->n_inst == 1 ? "" : "s",
-          c->driver ? c->driver : "(reference)", c->mutant ? ", mutant " : "", c->mutant ? c->mutant : "");
+          c->driver ? c->driver : "(reference)", c->mutant ? ", mutant " : "", c->mutant ? c->mutant : "",
+          c->driver ? " (instrumented: " : "", c->driver ? c->instr : "", c->driver ? ")" : "");
   fprintf(f, "  execs %" PRId64 " (%.0f/s), edges %" PRId64 ", corpus %" PRId64 ", stability %.2f%%, peak RSS %" PRId64
           " KiB\n", c->execs, dur > 0 ? (double)c->execs / dur : 0, c->edges, c->corpus,
           isnan(c->stability) ? 0.0 : c->stability, c->rss_kb);
   if (!isnan(c->ceiling_eps))
     fprintf(f, "  ceiling (trivial harness, this machine, just before) %.0f/s: ratio %.3f\n", c->ceiling_eps,
             c->ceiling_eps > 0 && dur > 0 ? (double)c->execs / dur / c->ceiling_eps : 0);
-  if (c->store && c->uuid[0]) fprintf(f, "  results: %s (run %s), campaign folder %s\n", c->db, c->uuid, c->out);
+  if (c->store && c->uuid[0] && !c->no_db)
+    fprintf(f, "  results: %s (run %s), campaign folder %s\n", c->db, c->uuid, c->out);
+  else fprintf(f, "  results: not stored (--no-db), campaign folder %s\n", c->out);
   fprintf(f, "  %zu finding%s\n", c->n_f, c->n_f == 1 ? "" : "s");
   for (size_t i = 0; i < c->n_f; i++) {
     mdc_cli__finding *x = &c->f[i];
@@ -184,6 +191,25 @@ static int probe_driver(const mdc_cli__campaign *c, const char *binary) {
   mdc_cli__terminal_safe(line, safe, sizeof safe);
   fprintf(stderr, "mdc fuzz: driver %s: %s\n", c->driver ? c->driver : "(reference)", safe);
   return -1;
+}
+
+/* Says whether --driver is instrumented for coverage, and warns when it is not: AFL++ then
+ * counts the harness's edges only, and the campaign is blind to the driver's own code. */
+static void say_instrumentation(mdc_cli__campaign *c) {
+  char kind[16] = "", mark[96] = "";
+  int r = mdc_cli__fuzz_instrumentation(c->driver, kind, sizeof kind, mark, sizeof mark);
+  mdc_cli__fmt(c->instr, sizeof c->instr, "%s", r > 0 ? kind : "none");
+  if (r > 0) {
+    if (!c->quiet)
+      fprintf(stderr, "mdc fuzz: driver %s is instrumented for coverage (%s: %s): its own edges count\n", c->driver,
+              !strcmp(kind, "afl") ? "AFL++" : "SanitizerCoverage", mark);
+  } else {
+    fprintf(stderr,
+            "mdc fuzz: warning: driver %s is not instrumented for coverage (no __afl_area_ptr, "
+            "__sanitizer_cov_trace_pc_guard or __sancov_guards%s): the campaign sees the harness's edges only, "
+            "not the driver's; build it with mdc_fuzz_driver() or afl-clang-fast (docs/fuzzing.md, \"Instrumenting "
+            "a driver\")\n", c->driver, r < 0 ? "; not a readable ELF file" : "");
+  }
 }
 
 /* ---- the command's steps -------------------------------------------------------------------- */
@@ -257,12 +283,12 @@ static int parse_options(int argc, char **argv, mdc_cli__campaign *c, setup *s) 
       {"secondary", no_argument, 0, 'S'},     {"strict", no_argument, 0, 'x'},
       {"no-strict", no_argument, 0, 'X'},     {"until-finding", no_argument, 0, 'U'},
       {"no-mutator", no_argument, 0, 'P'},    {"help", no_argument, 0, 'h'},
-      {0, 0, 0, 0}};
+      {"no-db", no_argument, 0, 'n'},         {0, 0, 0, 0}};
   memset(c, 0, sizeof *c);
   c->seconds = 60;
   c->jobs = 1;
   c->db = "results/mdc.db";
-  c->fuzz_build = MDC_REPO_ROOT "/build-fuzz";
+  c->fuzz_build = mdc_cli__fuzz_build_default();
   c->triage_runs = 5;
   c->tmin_s = 60;
   c->stability = NAN;
@@ -280,6 +306,7 @@ static int parse_options(int argc, char **argv, mdc_cli__campaign *c, setup *s) 
       case 'M': c->mutant = optarg; break;
       case 'c': c->config = optarg; break;
       case 'b': c->db = optarg; break;
+      case 'n': c->no_db = 1; break;
       case 'o': s->out_opt = optarg; break;
       case 'F': c->fresh = 1; break;
       case 'A': c->asan_main = 1; break;
@@ -302,6 +329,8 @@ static int parse_options(int argc, char **argv, mdc_cli__campaign *c, setup *s) 
         return MDC_EXIT_USAGE;
     }
   }
+  /* One store in memory for the campaign's rows (triage reads them back), dropped at the end. */
+  if (c->no_db) c->db = ":memory:";
   return GO_ON;
 }
 
@@ -325,7 +354,7 @@ static int check_options(int argc, char **argv, mdc_cli__campaign *c, const setu
   }
   /* The reference driver's documented decisions are judged on it and on its mutants only. */
   c->strict = s->strict_opt >= 0 ? s->strict_opt : (!c->driver || c->mutant != NULL);
-  c->mutator = !s->no_mutator && strcmp(c->target, "trace") && access(MDC_FUZZ_MUTATOR, R_OK) == 0;
+  c->mutator = !s->no_mutator && strcmp(c->target, "trace") && access(mdc_cli__fuzz_mutator_path(), R_OK) == 0;
   if (c->node && (!c->node[0] || strcspn(c->node, "/ \t:,") != strlen(c->node))) {
     fprintf(stderr, "mdc fuzz: --node '%s': want a name without '/', ':', ',' or blanks\n", c->node);
     return MDC_EXIT_USAGE;
@@ -342,12 +371,22 @@ static int find_binaries(mdc_cli__campaign *c, setup *s) {
     return MDC_EXIT_USAGE;
   }
   mdc_cli__fuzz_bins *b = &s->bins;
-  mdc_cli__fmt(b->plain, sizeof b->plain, "%s/fuzz/md_fuzz_%s", c->fuzz_build, c->target);
-  mdc_cli__fmt(b->asan, sizeof b->asan, "%s-asan/fuzz/md_fuzz_%s", c->fuzz_build, c->target);
-  mdc_cli__fmt(b->cmplog, sizeof b->cmplog, "%s-cmplog/fuzz/md_fuzz_%s", c->fuzz_build, c->target);
+  char name[64], dir[4200];
+  mdc_cli__fmt(name, sizeof name, "md_fuzz_%s", c->target);
+  mdc_cli__fuzz_bin(b->plain, sizeof b->plain, c->fuzz_build, name);
+  mdc_cli__fmt(dir, sizeof dir, "%s-asan", c->fuzz_build);
+  mdc_cli__fuzz_bin(b->asan, sizeof b->asan, dir, name);
+  mdc_cli__fmt(dir, sizeof dir, "%s-cmplog", c->fuzz_build);
+  mdc_cli__fuzz_bin(b->cmplog, sizeof b->cmplog, dir, name);
   b->main = c->asan_main ? b->asan : b->plain;
   if (!mdc_cli__fuzz_exists_exec(b->main)) {
-    fprintf(stderr, "mdc fuzz: %s is not built: run `make fuzz-build` first\n", b->main);
+    size_t bl = strlen(b->main), nl = strlen(name);
+    int flat = bl > nl + 6 && strncmp(b->main + bl - nl - 6, "/fuzz/", 6) != 0;
+    if (flat)   /* an installed layout: the fuzz builds are installed beside mdc, not built here */
+      fprintf(stderr, "mdc fuzz: %s is not installed: install a fuzz build there (`cmake --install BUILD-FUZZ "
+              "--component fuzz --prefix PREFIX`, docs/fuzzing.md \"Installed\") or give --fuzz-build DIR\n", b->main);
+    else
+      fprintf(stderr, "mdc fuzz: %s is not built: run `make fuzz-build` first\n", b->main);
     return MDC_EXIT_USAGE;
   }
   static char driver_abs[4096];
@@ -357,6 +396,7 @@ static int find_binaries(mdc_cli__campaign *c, setup *s) {
   }
   if (c->driver) c->driver = driver_abs;
   if (probe_driver(c, b->main)) return MDC_EXIT_USAGE;
+  if (c->driver) say_instrumentation(c);
   return GO_ON;
 }
 
@@ -381,8 +421,8 @@ static int prepare_folder(mdc_cli__campaign *c, setup *s) {
                c->node ? "-" : "", c->secondary ? "s1" : "main");
   s->resumed = access(mainstats, R_OK) == 0;
   if (c->seeds) mdc_cli__fmt(s->seeds, sizeof s->seeds, "%s", c->seeds);
-  else mdc_cli__fmt(s->seeds, sizeof s->seeds, "%s/fuzz/seeds/%s", MDC_BUILD_DIR, c->target);
-  mdc_cli__fmt(s->dict, sizeof s->dict, "%s/fuzz/dict/%s.dict", MDC_BUILD_DIR, c->target);
+  else mdc_cli__fmt(s->seeds, sizeof s->seeds, "%s/seeds/%s", mdc_cli__fuzz_data_dir(), c->target);
+  mdc_cli__fmt(s->dict, sizeof s->dict, "%s/dict/%s.dict", mdc_cli__fuzz_data_dir(), c->target);
   if (!s->resumed && access(s->seeds, R_OK)) {
     fprintf(stderr, "mdc fuzz: seeds '%s': %s\n", s->seeds, strerror(errno));
     return MDC_EXIT_USAGE;

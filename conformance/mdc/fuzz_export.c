@@ -9,6 +9,7 @@
 
 #include "fuzz_int.h"
 #include "mdc_int.h"
+#include "paths.h"
 
 /* The newest stored finding whose signature starts with sig. */
 typedef struct pick {
@@ -35,7 +36,7 @@ static int pick_finding(void *ctx, const mdc_fuzz_finding_row *f) {
 static int replay_to_trace(pick *pk, char *driver, char *config, char *mutant, const char *out, char *name) {
   char *av[20];
   int k = 0;
-  av[k++] = (char *)MDC_FUZZ_REPLAY;
+  av[k++] = (char *)mdc_cli__fuzz_replay_path();
   av[k++] = (char *)"--target", av[k++] = pk->target;
   av[k++] = (char *)"--allow-findings", av[k++] = (char *)"--quiet";
   av[k++] = (char *)"--trace", av[k++] = (char *)out, av[k++] = (char *)"--name", av[k++] = name;
@@ -56,7 +57,7 @@ int mdc_cli__fuzz_export(int argc, char **argv) {
   static const struct option opts[] = {{"out", required_argument, 0, 'o'}, {"db", required_argument, 0, 'b'},
                                        {"fuzz-build", required_argument, 0, 'B'}, {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
-  const char *out = NULL, *db = "results/mdc.db", *fuzz_build = MDC_REPO_ROOT "/build-fuzz";
+  const char *out = NULL, *db = "results/mdc.db", *fuzz_build = mdc_cli__fuzz_build_default();
   int c;
   optind = 1;
   opterr = 0;
@@ -119,7 +120,9 @@ int mdc_cli__fuzz_export(int argc, char **argv) {
   mdc_cli__campaign cp = {.target = pk.target, .driver = driver[0] ? driver : NULL,
                           .config = config[0] ? config : NULL, .mutant = mutant[0] ? mutant + 10 : NULL, .strict = 0};
   char bin[4300], name[256];
-  mdc_cli__fmt(bin, sizeof bin, "%s/fuzz/md_fuzz_%s", fuzz_build, pk.target);
+  char binname[64];
+  mdc_cli__fmt(binname, sizeof binname, "md_fuzz_%s", pk.target);
+  mdc_cli__fuzz_bin(bin, sizeof bin, fuzz_build, binname);
   mdc_cli__fmt(name, sizeof name, "fuzz/%s/%08x", pk.target, mdc_cli__fuzz_fnv(pk.signature));
   int failed;
   if (mdc_cli__fuzz_exists_exec(bin)) {

@@ -6,6 +6,7 @@
  *   fuzz_stats.c  : fuzzer_stats and plot_data read and ingested into the results store; progress
  *   fuzz_triage.c : crashes and hangs replayed, grouped by signature, minimised, written as traces
  *   fuzz_export.c : `mdc fuzz export`: a stored finding written as a trace
+ *   fuzz_instr.c  : whether a driver is instrumented for coverage (its ELF symbols)
  * Single-threaded: one campaign per process, its state in one mdc_cli__campaign. */
 #ifndef MDC_CLI_FUZZ_INT_H
 #define MDC_CLI_FUZZ_INT_H
@@ -49,6 +50,8 @@ typedef struct mdc_cli__finding {
 typedef struct mdc_cli__campaign {
   const char *target, *driver, *config, *mutant, *db, *fuzz_build, *seeds, *node;
   int secondary, strict, until_finding, mutator;
+  int no_db;                /* --no-db: the store is ':memory:', and no run is named */
+  char instr[16];           /* --driver's instrumentation: "afl", "sancov", "none", "" (reference) */
   char out[4096], afl[4096];
   double seconds;
   int jobs, json, quiet, fresh, asan_main, triage_runs, tmin_s;
@@ -86,6 +89,10 @@ extern volatile sig_atomic_t mdc_cli__fuzz_stop_signal;
 /* ---- fuzz_afl.c ----------------------------------------------------------------------------- */
 
 int mdc_cli__fuzz_exists_exec(const char *p);
+/* The binary name (md_fuzz_T, md_fuzz_ceiling) of the fuzz build dir: dir/fuzz/name in a build
+ * tree, dir/name in an installed flavour folder (<prefix>/libexec/mdc/afl); when neither exists,
+ * the one to name in a message (the installed one from an installed mdc). */
+void mdc_cli__fuzz_bin(char *out, size_t n, const char *dir, const char *name);
 /* prog's path in $PATH into out. 1 when found, else 0. */
 int mdc_cli__fuzz_in_path(const char *prog, char *out, size_t n);
 /* Runs argv with env additions (NAME=VALUE strings) and stdout+stderr to log (NULL: /dev/null),
@@ -134,6 +141,13 @@ int mdc_cli__fuzz_export_trace(const mdc_cli__campaign *c, const char *binary, c
  * (the caller frees it); the first of each group replayed triage_runs times (20 for
  * concurrency), minimised, written as a trace. */
 void mdc_cli__fuzz_triage(mdc_cli__campaign *c);
+
+/* ---- fuzz_instr.c -------------------------------------------------------------------------- */
+
+/* Whether the ELF shared object at path is instrumented for coverage: 1 with kind "afl" (AFL++)
+ * or "sancov" (SanitizerCoverage: libFuzzer, -fsanitize-coverage) and the symbol or section that
+ * showed it in mark; 0 when none is there; -1 when path is not a readable 64-bit ELF file. */
+int mdc_cli__fuzz_instrumentation(const char *path, char *kind, size_t kindlen, char *mark, size_t marklen);
 
 /* ---- fuzz_export.c, fuzz_cmd.c -------------------------------------------------------------- */
 

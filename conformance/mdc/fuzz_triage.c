@@ -25,6 +25,29 @@ static int frame_func(const char *line, const char *eol, char *out, size_t n) {
   return 0;
 }
 
+/* The frame's place after its function, as "buffer.c:12" (the base name, no column), from
+ * "    #3 0x55d4 in md__buffer_put /path/buffer.c:12:3"; "" when the frame has none (no debug
+ * information: "(/path/lib.so+0x1234)"). */
+static void frame_where(const char *line, const char *eol, char *out, size_t n) {
+  out[0] = 0;
+  const char *hash = memchr(line, '#', (size_t)(eol - line));
+  const char *in = hash ? strstr(hash, " in ") : NULL;
+  if (!in || in >= eol) return;
+  const char *sp = memchr(in + 4, ' ', (size_t)(eol - (in + 4)));
+  if (!sp) return;
+  const char *tok = sp + 1, *end = tok;
+  while (end < eol && *end != ' ' && *end != '\n') end++;
+  if (tok >= end || *tok == '(') return;
+  const char *base = tok;
+  for (const char *q = tok; q < end; q++)
+    if (*q == '/') base = q + 1;
+  const char *c1 = memchr(base, ':', (size_t)(end - base));
+  if (!c1 || c1 + 1 >= end || c1[1] < '0' || c1[1] > '9') return;
+  const char *c2 = c1 + 1;
+  while (c2 < end && *c2 >= '0' && *c2 <= '9') c2++;
+  mdc_cli__fmt(out, n, "%.*s", (int)(c2 - base), base);
+}
+
 static int boring_frame(const char *f) {
   static const char *const skip[] = {"__asan", "__ubsan", "__sanitizer", "__interceptor", "abort", "raise",
                                      "__GI_", "__libc", "__pthread", "_start", "LLVMFuzzer", "ExecuteFiles",
@@ -71,15 +94,17 @@ static void signature_of(const char *out, int st, int timed_out, const char *han
   } else {
     return;
   }
-  char frames[3][96];
+  char frames[3][96], top_where[96] = "";
   int nf = 0;
   const char *line = a ? a : u ? u : out;
   while (line && *line && nf < 3) {
     const char *eol = strchr(line, '\n');
     if (!eol) eol = line + strlen(line);
     char fn[96];
-    if (frame_func(line, eol, fn, sizeof fn) == 0 && !boring_frame(fn))
+    if (frame_func(line, eol, fn, sizeof fn) == 0 && !boring_frame(fn)) {
+      if (!nf) frame_where(line, eol, top_where, sizeof top_where);
       mdc_cli__fmt(frames[nf++], sizeof frames[0], "%s", fn);
+    }
     line = *eol ? eol + 1 : NULL;
   }
   if (u && !nf) {
@@ -98,6 +123,8 @@ static void signature_of(const char *out, int st, int timed_out, const char *han
   for (int i = 0; i < nf; i++) {
     size_t used = strlen(sig);
     mdc_cli__fmt(sig + used, n - used, ":%s", frames[i]);
+    /* The top frame's file:line, where the build has debug information (issue 26). */
+    if (i == 0 && top_where[0]) used = strlen(sig), mdc_cli__fmt(sig + used, n - used, "@%s", top_where);
   }
   strcpy(kind, "crash");
   const char *first = a ? a : u;
