@@ -29,6 +29,14 @@ set(MD_LAYER_LINKS
   "md_driver_hipcpu|md_headers"
   "md_mutants_objs|md_headers,md_kernels,md_config,md_sim,md_runtime_private"
   "md_driver_mutants|md_headers"
+  # mdc mutate's schemata builds (tools/mutagen/): mirrors of the driver's libraries, taking their
+  # include folders and definitions through $<TARGET_PROPERTY>, linking no project target
+  "md_mutagen_base|" "md_mutagen_runtime|" "md_mutagen_refdriver|" "md_mutagen_config|"
+  "md_mutagen_kernels|" "md_mutagen_sim|" "md_driver_mutagen|"
+  "md_mutagenh_base|" "md_mutagenh_runtime|" "md_mutagenh_refdriver_hipcpu|" "md_mutagenh_config|"
+  "md_mutagenh_kernels|" "md_mutagenh_sim|" "md_mutagenh_hipcpu|" "md_driver_mutagen_hipcpu|"
+  # ... and the test fixture of `mdc mutate`: one file mirrored, the driver's other objects as built
+  "md_mutagen_fixture_sim|" "md_driver_mutagen_fixture|md_runtime,md_base,md_kernels,md_config,md_sim"
   "md_loader|md_headers"
   "mdc_calls|md_headers"
   "mdc_engine|md_headers,md_driver,md_config,mdc_calls,md_loader"
