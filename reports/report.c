@@ -44,7 +44,10 @@ int rp_verdict_class(const char *st) {
   switch (mdc_store_status_parse(st)) {
     case MDC_CS_PASS: case MDC_CS_FLAKE: case MDC_CS_UNEXPECTED_PASS: return 1;
     case MDC_CS_FAIL: case MDC_CS_CRASH: case MDC_CS_TIMEOUT: case MDC_CS_TRACE_ERROR: case MDC_CS_ORDER_DEPENDENT:
-    case MDC_CS_EXPECTED_FAIL: case MDC_CS_WARN: case MDC_CS_RUNNING: case MDC_CS_INTERRUPTED: return -1;
+    case MDC_CS_RUNNING: case MDC_CS_INTERRUPTED: return -1;
+    /* Known failures (ExpectedFail), decisions SPEC leaves open (Warn), what the driver does not
+     * claim (NotSupported) and what was never run (Skipped) are neither: never "failing", never
+     * a regression or a "new failing" case (issue 27). */
     default: return 0;
   }
 }
@@ -295,14 +298,35 @@ static int load_list(rp_baseline *b, const char *path, char *err, size_t errlen)
   return MDC_REPORT_OK;
 }
 
-static void describe_run(rp_baseline *b, const char *where) {
+/* "run 3f2a9c01 (2026-11-03 14:05:09, drv 1.0 on sim, revision abc)[ of FILE][: WHY]". */
+static void describe_run(rp_baseline *b, const char *where, const char *why) {
   char when[32], id[9];
   rp_when(b->run.started_at, when, sizeof when);
   rp_short_uuid(b->run.uuid, id);
-  snprintf(b->desc, sizeof b->desc, "run %s (%s, %.60s %.60s on %.32s, revision %.40s)%s%.300s", id, when,
+  snprintf(b->desc, sizeof b->desc, "run %s (%s, %.60s %.60s on %.32s, revision %.40s)%s%.300s%s%.400s", id, when,
            b->run.driver_name ? b->run.driver_name : "?", b->run.driver_version ? b->run.driver_version : "",
            b->run.backend ? b->run.backend : "?", b->run.revision ? b->run.revision : "?", where ? " of " : "",
-           where ? where : "");
+           where ? where : "", why ? ": " : "", why ? why : "");
+}
+
+/* The newest run of s comparable with run (report_like.c) into b->run; 1 when there is none, with
+ * why in b->desc; -1 on a store error. */
+static int newest_like(mdc_store *s, const mdc_run_row *run, int only_earlier, rp_baseline *b, rp_like *like) {
+  if (rp_like_runs(s, run, 1, only_earlier, like) != 0) return -1;
+  char what[400];
+  rp_like_what(run, what, sizeof what);
+  if (!like->n) {
+    uint64_t other = like->other_selection + like->unrecorded;
+    if (other)
+      snprintf(b->desc, sizeof b->desc, "none: no %s%s in this store; %llu %s of this driver and backend ran other "
+               "traces%s (not comparable: give one with --baseline RUN to compare anyway)",
+               only_earlier ? "earlier " : "", what, (unsigned long long)other, other == 1 ? "run" : "runs",
+               like->unrecorded ? " or did not record which" : "");
+    else
+      snprintf(b->desc, sizeof b->desc, "none: no %s%s in this store", only_earlier ? "earlier " : "", what);
+    return 1;
+  }
+  return mdc_store_run_get(s, like->ids[0], &b->run) == 0 ? 0 : -1;
 }
 
 static int choose_baseline(rp_report *r, const char *spec, char *err, size_t errlen) {
@@ -314,21 +338,22 @@ static int choose_baseline(rp_report *r, const char *spec, char *err, size_t err
     return MDC_REPORT_OK;
   }
   if (!spec || !strcmp(spec, "previous")) {
-    same.started_before = run->started_at;
-    same.before_id = run->id;   /* two runs in one millisecond: the lower id came first */
-    int rc = newest(r->store, &same, &b->run);
+    /* Like with like: the newest earlier run of the same kind, driver and backend over the same
+     * selection of traces (report_like.c); none qualifying is said, never papered over. */
+    rp_like like;
+    int rc = newest_like(r->store, run, 1, b, &like);
+    rp_like_free(&like);
     if (rc < 0) {
       seterr(err, errlen, "%s", mdc_store_error(r->store));
       return MDC_REPORT_ESTORE;
     }
-    if (rc == 1) {
-      snprintf(b->desc, sizeof b->desc, "none: no earlier %.32s run of %.64s on %.32s in this store",
-               run->kind, run->driver_name ? run->driver_name : "this driver", run->backend ? run->backend : "this backend");
-      return MDC_REPORT_OK;
-    }
+    if (rc == 1) return MDC_REPORT_OK;
     b->kind = RP_BASE_RUN;
     b->store = r->store;
-    describe_run(b, NULL);
+    char what[400], why[480];
+    rp_like_what(run, what, sizeof what);
+    snprintf(why, sizeof why, "the newest earlier of the %.400s", what);
+    describe_run(b, NULL, why);
     return MDC_REPORT_OK;
   }
   struct stat sb;
@@ -346,8 +371,17 @@ static int choose_baseline(rp_report *r, const char *spec, char *err, size_t err
     int rc = mdc_store_open_read(spec, &b->store, err, errlen);
     if (rc != 0) return store_code(rc);
     b->own_store = 1;
-    rc = newest(b->store, &same, &b->run);
+    /* Its newest run over the same traces, else (said) its newest of the driver, else of the kind. */
+    rp_like like;
+    const char *why = "its newest run over the same traces";
+    rc = newest_like(b->store, run, 0, b, &like);
+    rp_like_free(&like);
     if (rc == 1) {
+      why = "its newest run of this driver and backend (over other traces, or not recorded which)";
+      rc = newest(b->store, &same, &b->run);
+    }
+    if (rc == 1) {
+      why = "its newest run of this kind (another driver or backend)";
       mdc_run_filter kind_only = {.kind = run->kind};
       rc = newest(b->store, &kind_only, &b->run);
     }
@@ -360,7 +394,7 @@ static int choose_baseline(rp_report *r, const char *spec, char *err, size_t err
       return MDC_REPORT_EINPUT;
     }
     b->kind = RP_BASE_RUN;
-    describe_run(b, spec);
+    describe_run(b, spec, why);
     return MDC_REPORT_OK;
   }
   int rc = mdc_store_run_find(r->store, spec, NULL, &b->run);
@@ -374,7 +408,7 @@ static int choose_baseline(rp_report *r, const char *spec, char *err, size_t err
   }
   b->kind = RP_BASE_RUN;
   b->store = r->store;
-  describe_run(b, NULL);
+  describe_run(b, NULL, "given with --baseline");
   return MDC_REPORT_OK;
 }
 

@@ -20,7 +20,7 @@
 
 static const char css[] =
   ":root{--pass:#1b7f3b;--fail:#c62828;--crash:#6a1b9a;--timeout:#e65100;--ns:#78909c;--xf:#8d6e63;"
-  "--up:#ad1457;--flake:#b8860b;--te:#4e342e;--run:#1565c0}\n"
+  "--up:#ad1457;--flake:#b8860b;--te:#4e342e;--run:#1565c0;--warn:#c77c02;--skip:#b0bec5}\n"
   "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0;color:#1d2125;"
   "background:#f4f5f7}\n"
   "header#run{background:#1f2937;color:#f3f4f6;padding:14px 24px 14px}\n"
@@ -47,17 +47,19 @@ static const char css[] =
   ".st{display:inline-block;padding:0 6px;border-radius:3px;color:#fff;font-size:12px;white-space:nowrap}\n"
   ".s-Pass{background:var(--pass)}.s-Fail{background:var(--fail)}.s-Crash{background:var(--crash)}"
   ".s-Timeout{background:var(--timeout)}.s-NotSupported{background:var(--ns)}"
-  ".s-ExpectedFail{background:var(--xf)}.s-Warn{background:var(--xf)}.s-UnexpectedPass{background:var(--up)}"
+  ".s-ExpectedFail{background:var(--xf)}.s-Warn{background:var(--warn)}.s-UnexpectedPass{background:var(--up)}"
   ".s-Flake{background:var(--flake)}.s-TraceError{background:var(--te)}.s-Running{background:var(--run)}.s-Interrupted{background:var(--run)}"
-  ".s-Skipped{background:var(--ns)}.s-OrderDependent{background:var(--fail)}"
+  ".s-Skipped{background:var(--skip)}.s-OrderDependent{background:var(--fail)}"
   ".s-none{background:#bbb}\n"
   "code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}\n"
   "td{overflow-wrap:break-word}td:first-child{min-width:16em;max-width:34em}\n"
   "table.matrix td,table.matrix th{padding:3px 4px;white-space:nowrap}table.matrix td:first-child{min-width:0}\n"
   ".msg{white-space:pre-wrap;word-break:break-word}.dim{color:#666}.good{color:#1b7f3b}.bad{color:#c62828}\n"
   ".charts{display:flex;flex-wrap:wrap;gap:12px}svg.chart{max-width:100%;height:auto;background:#fff}\n"
+  "td.newbuild{background:#fff3cd}"
   "td.hit{background:#c62828;color:#fff;text-align:center}td.miss{text-align:center;color:#ccc}\n"
   "footer{color:#666;font-size:12px;padding:0 24px 24px}\n";
+
 
 /* Sorts a table by the clicked column (numbers as numbers). Written without '<' and '&' so the
  * page stays well-formed XML. */
@@ -71,16 +73,6 @@ static const char script[] =
 
 static void esc(FILE *f, const char *s) { rp_xml(f, s, TEXT_CAP); }
 
-static void status_badge(FILE *f, const char *st) {
-  if (!st) {
-    fprintf(f, "<span class=\"st s-none\">-</span>");
-    return;
-  }
-  int known = mdc_store_status_parse(st) >= 0;
-  fprintf(f, "<span class=\"st s-%s\">", known ? st : "none");
-  esc(f, st);
-  fprintf(f, "</span>");
-}
 
 static void meta(FILE *f, const char *label, const char *value) {
   fprintf(f, "<div><dt>%s</dt><dd title=\"", label);
@@ -134,6 +126,11 @@ static void header(rp_report *r, FILE *f) {
   meta(f, "started", when);
   meta(f, "duration", run->ended_at ? dur : "never ended");
   meta(f, "driver", run->driver_path);
+  meta(f, "build-id", run->driver_build_id ? run->driver_build_id : "not recorded");
+  meta(f, "sha256", run->driver_sha256 ? run->driver_sha256 : "not recorded");
+  char sel[96];
+  if (run->selection) snprintf(sel, sizeof sel, "%u traces (%.12s)", run->selection_n, run->selection);
+  meta(f, "selection", run->selection ? sel : "not recorded");
   meta(f, "device", run->device);
   meta(f, "config", run->config);
   meta(f, "seed", run->has_seed ? seed : "none");
@@ -190,9 +187,11 @@ static void totals(rp_report *r, FILE *f) {
             (unsigned long long)r->cat[RP_STILL_FAILING].total, (unsigned long long)r->cat[RP_NEW].total,
             (unsigned long long)r->new_failing, (unsigned long long)r->cat[RP_REMOVED].total,
             (unsigned long long)r->cat[RP_CHANGED].total);
-  fprintf(f, "</p>\n<nav><a href=\"#areas\">areas</a><a href=\"#baseline\">baseline</a><a href=\"#flaky\">flaky</a>"
+  fprintf(f, "</p>\n<nav><a href=\"#causes\">causes</a><a href=\"#areas\">areas</a><a href=\"#baseline\">baseline</a><a href=\"#flaky\">flaky</a>"
              "<a href=\"#slowest\">slowest</a><a href=\"#failures\">non-passing</a><a href=\"#history\">history</a>"
-             "<a href=\"#mutants\">mutants</a>%s</nav>\n</section>\n", r->has_fuzz ? "<a href=\"#fuzz\">fuzz</a>" : "");
+             "<a href=\"#mutants\">mutants</a>%s%s</nav>\n</section>\n",
+             r->run.kind && !strcmp(r->run.kind, "mutate") ? "<a href=\"#mutate\">generated mutants</a>" : "",
+             r->has_fuzz ? "<a href=\"#fuzz\">fuzz</a>" : "");
 }
 
 /* ---- areas ---- */
@@ -203,31 +202,35 @@ static void areas(rp_report *r, FILE *f) {
     fprintf(f, "<p class=\"dim\">No cases.</p>\n</section>\n");
     return;
   }
-  /* The chart: passing, failing and other per area, stacked; at most 60 areas drawn. */
+  /* The chart: passing, failing, known failures, warnings and the rest (not supported, skipped)
+   * per area, stacked, each in its status's colour (a known failure is not painted as a
+   * failure); at most 60 areas drawn. */
   size_t n = r->n_areas < 60 ? r->n_areas : 60;
   const char **names = calloc(n, sizeof *names);
-  double *pass = calloc(n, sizeof *pass), *fail = calloc(n, sizeof *fail), *other = calloc(n, sizeof *other);
-  if (names && pass && fail && other) {
+  double *y[5];
+  int ok = names != NULL;
+  for (int k = 0; k < 5; k++) ok &= (y[k] = calloc(n ? n : 1, sizeof *y[k])) != NULL;
+  if (ok) {
     for (size_t i = 0; i < n; i++) {
       const rp_area *a = &r->areas[i];
       names[i] = a->name;
       for (int s = 0; s < MDC_CS_COUNT; s++) {
-        const char *st = mdc_store_status_name((mdc_case_status)s);
-        int c = rp_verdict_class(st);
-        (c > 0 ? pass : c < 0 ? fail : other)[i] += a->counts[s];
+        int c = rp_verdict_class(mdc_store_status_name((mdc_case_status)s));
+        int k = c > 0 ? 0 : c < 0 ? 1 : s == MDC_CS_EXPECTED_FAIL ? 2 : s == MDC_CS_WARN ? 3 : 4;
+        y[k][i] += a->counts[s];
       }
     }
-    mdc_svg_series s[] = {{.name = "passing", .y = pass, .n = n, .color = "#1b7f3b"},
-                          {.name = "failing", .y = fail, .n = n, .color = "#c62828"},
-                          {.name = "not supported", .y = other, .n = n, .color = "#78909c"}};
+    mdc_svg_series s[] = {{.name = "passing", .y = y[0], .n = n, .color = "#1b7f3b"},
+                          {.name = "failing", .y = y[1], .n = n, .color = "#c62828"},
+                          {.name = "known failure", .y = y[2], .n = n, .color = "#8d6e63"},
+                          {.name = "warn", .y = y[3], .n = n, .color = "#c77c02"},
+                          {.name = "not supported or skipped", .y = y[4], .n = n, .color = "#78909c"}};
     mdc_svg_chart c = {.title = "Cases by area", .y_label = "cases", .width = 900, .height = 260,
                        .y_min = NAN, .y_max = NAN, .x_names = names, .n_x_names = n, .stacked = 1};
-    mdc_svg_bar_chart(f, &c, s, 3);
+    mdc_svg_bar_chart(f, &c, s, 5);
   }
   free(names);
-  free(pass);
-  free(fail);
-  free(other);
+  for (int k = 0; k < 5; k++) free(y[k]);
   /* The table: one column per status that occurs in the run. */
   int used[MDC_CS_COUNT], nused = 0;
   for (int s = 0; s < MDC_CS_COUNT; s++)
@@ -266,11 +269,11 @@ static void case_list(FILE *f, const rp_list *l, uint32_t cap, int with_base) {
     fprintf(f, "</td>");
     if (with_base) {
       fprintf(f, "<td>");
-      status_badge(f, c->base_status);
+      rp_html_status_badge(f, c->base_status);
       fprintf(f, "</td>");
     }
     fprintf(f, "<td>");
-    status_badge(f, c->status);
+    rp_html_status_badge(f, c->status);
     fprintf(f, "</td><td class=\"msg\">");
     if (c->status) esc(f, c->message);
     fprintf(f, "</td></tr>\n");
@@ -327,7 +330,7 @@ static int slowest(rp_report *r, FILE *f) {
     fprintf(f, "</code>");
     where(f, c.path, 0);
     fprintf(f, "</td><td>");
-    status_badge(f, c.status);
+    rp_html_status_badge(f, c.status);
     fprintf(f, "</td><td class=\"n\">%.3f</td></tr>\n", c.duration_s);
     n++;
   }
@@ -356,40 +359,49 @@ static int failures(rp_report *r, FILE *f) {
   mdc_case_query q = {.run_id = r->run.id, .order = MDC_CASES_WORST_FIRST, .not_passing = 1, .limit = r->max_rows};
   mdc_case_iter *it;
   if (mdc_store_cases_open(r->store, &q, &it) != 0) return -1;
-  fprintf(f, "<table class=\"sortable\"><thead><tr><th>case and trace</th><th>status</th><th>failing event</th>"
-             "<th>expected / actual</th><th>driver's message</th><th>verdict</th></tr></thead>\n<tbody>\n");
+  /* A case is a block of two rows: its name, status and failing op; then, across the whole
+   * width, expected and actual, the driver's message, the verdict only where it says more than
+   * those, and a crash's stack. */
+  fprintf(f, "<table class=\"cases\"><thead><tr><th>case and trace</th><th>status</th><th>failing event and rule</th>"
+             "</tr></thead>\n");
   mdc_case_row c;
   int rc;
   uint64_t n = 0;
   while ((rc = mdc_store_cases_next(it, &c)) == 1) {
-    fprintf(f, "<tr><td><code>");
+    fprintf(f, "<tbody><tr class=\"head\"><td><code>");
     esc(f, c.name);
     fprintf(f, "</code>");
     where(f, c.path, c.line);
     fprintf(f, "</td><td>");
-    status_badge(f, c.status);
+    rp_html_status_badge(f, c.status);
     fprintf(f, "</td><td>");
     cell(f, "op", c.event, 1);
     cell(f, "rule", c.rule, 0);
-    fprintf(f, "</td><td>");
-    cell(f, "expected", c.expected, 1);
-    cell(f, "actual", c.actual, 1);
-    fprintf(f, "</td><td class=\"msg\">");
-    esc(f, c.driver_message);
-    if (c.advisory && c.advisory[0]) {
-      fprintf(f, "<div class=\"dim\">advisory, not judged (SPEC 8.11): ");
-      esc(f, c.advisory);
-      fprintf(f, "</div>");
+    fprintf(f, "</td></tr>\n<tr class=\"detail\"><td colspan=\"3\"><div class=\"ea\">");
+    int ea = (c.expected && c.expected[0]) || (c.actual && c.actual[0]);
+    const char *items[][2] = {{"expected", c.expected}, {"actual", c.actual}, {"driver said", c.driver_message},
+                              {"verdict", ea ? NULL : c.message}};
+    for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) {
+      const char *v = items[i][1];
+      if (!v || !v[0]) continue;
+      if (i == 3 && c.driver_message && c.driver_message[0] && strstr(c.driver_message, v)) continue;
+      fprintf(f, "<span class=\"dim\">%s</span><code>", items[i][0]);
+      esc(f, v);
+      fprintf(f, "</code>");
     }
-    fprintf(f, "</td><td class=\"msg\">");
-    esc(f, c.message);
-    fprintf(f, "</td></tr>\n");
+    if (c.advisory && c.advisory[0]) {
+      fprintf(f, "<span class=\"dim\">advisory</span><span>not judged (SPEC 8.11): ");
+      esc(f, c.advisory);
+      fprintf(f, "</span>");
+    }
+    fprintf(f, "</div>");
+    if (c.stack && c.stack[0]) rp_html_stack(f, c.stack, 8);
+    fprintf(f, "</td></tr></tbody>\n");
     n++;
   }
   mdc_store_cases_close(it);
   if (rc < 0) return -1;
-  fprintf(f, "</tbody>\n");
-  more_rows(f, total, n, 6);
+  more_rows(f, total, n, 3);
   fprintf(f, "</table>\n</section>\n");
   return 0;
 }
@@ -399,6 +411,7 @@ static int failures(rp_report *r, FILE *f) {
 typedef struct hist_run {
   int64_t id;
   char uuid[9], when[20], revision[48];
+  char build[20];  /* the driver build: build-id (else SHA-256) prefix, "" when not recorded */
   double rate, duration;
   uint32_t cases, unexpected;
   int state;  /* 0 finished, 1 interrupted, 2 never ended */
@@ -427,6 +440,8 @@ static int add_hist(hist *h, const mdc_run_row *row) {
   snprintf(x->when, sizeof x->when, "%.5s %.5s", row->started_at && strlen(row->started_at) >= 16 ? row->started_at + 5 : "?",
            row->started_at && strlen(row->started_at) >= 16 ? row->started_at + 11 : "");
   snprintf(x->revision, sizeof x->revision, "%s", row->revision ? row->revision : "?");
+  snprintf(x->build, sizeof x->build, "%.16s", row->driver_build_id ? row->driver_build_id
+                                                 : row->driver_sha256 ? row->driver_sha256 : "");
   x->duration = row->duration_s >= 0 ? row->duration_s : NAN;
   x->state = !row->ended_at ? 2 : row->interrupted ? 1 : 0;
   uint32_t k[MDC_CS_COUNT];
@@ -438,14 +453,13 @@ static int add_hist(hist *h, const mdc_run_row *row) {
   return 0;
 }
 
-static int on_hist(void *ctx, const mdc_run_row *row) { return add_hist(ctx, row) ? 1 : 0; }
 
 static int on_change(void *ctx, const char *name, uint32_t changes, uint32_t runs, const char *last) {
   FILE *f = ctx;
   fprintf(f, "<tr><td><code>");
   esc(f, name);
   fprintf(f, "</code></td><td class=\"n\">%u</td><td class=\"n\">%u</td><td>", changes, runs);
-  status_badge(f, last);
+  rp_html_status_badge(f, last);
   fprintf(f, "</td></tr>\n");
   return 0;
 }
@@ -459,15 +473,33 @@ static int history(rp_report *r, FILE *f) {
   fprintf(f, " on ");
   esc(f, run->backend ? run->backend : "this backend");
   fprintf(f, "</h2>\n");
+  /* Like with like (report_like.c): only runs over the same selection of traces, so the chart
+   * plots the driver, not which traces happened to run. */
   hist h = {.r = r};
-  mdc_run_filter flt = {.kind = run->kind, .driver_name = run->driver_name, .backend = run->backend,
-                        .started_before = run->started_at, .before_id = run->id,
-                        .limit = r->history};
-  int rc = mdc_store_runs_each(r->store, &flt, on_hist, &h);
-  if (rc < 0 || h.failed || (rc == 0 && add_hist(&h, run) != 0)) {
+  rp_like like;
+  char what[400];
+  rp_like_what(run, what, sizeof what);
+  if (rp_like_runs(r->store, run, r->history, 1, &like) != 0) return -1;
+  int rc = 0;
+  for (size_t i = 0; i < like.n && rc == 0; i++) {
+    mdc_run_row row;
+    rc = mdc_store_run_get(r->store, like.ids[i], &row) != 0 || add_hist(&h, &row) != 0 ? -1 : 0;
+    mdc_store_run_row_free(&row);
+  }
+  if (rc < 0 || h.failed || add_hist(&h, run) != 0) {
+    rp_like_free(&like);
     free(h.v);
     return -1;
   }
+  fprintf(f, "<p class=\"dim\">The ");
+  esc(f, what);
+  fprintf(f, "; %zu shown.", h.n);
+  if (like.other_selection || like.unrecorded)
+    fprintf(f, " Left out: %llu earlier run%s of this driver and backend over other traces%s.",
+            (unsigned long long)(like.other_selection + like.unrecorded),
+            like.other_selection + like.unrecorded == 1 ? "" : "s", like.unrecorded ? " (or not recorded which)" : "");
+  fprintf(f, "</p>\n");
+  rp_like_free(&like);
   if (h.n < 2) {
     fprintf(f, "<p class=\"dim\">This is the first such run in the store: history starts with the next one.</p>\n</section>\n");
     free(h.v);
@@ -501,6 +533,7 @@ static int history(rp_report *r, FILE *f) {
   rc = mdc_store_verdict_changes(r->store, ids, h.n, CHANGES, on_change, f);
   fprintf(f, "</tbody></table>\n");
   fprintf(f, "<h3>Runs</h3>\n<table class=\"sortable\"><thead><tr><th>started (UTC)</th><th>run</th><th>revision</th>"
+             "<th>driver build</th>"
              "<th class=\"n\">cases</th><th class=\"n\">pass rate</th><th class=\"n\">unexpected</th>"
              "<th class=\"n\">seconds</th><th>state</th></tr></thead>\n<tbody>\n");
   for (size_t i = h.n; i-- > 0;) {
@@ -509,7 +542,12 @@ static int history(rp_report *r, FILE *f) {
             x->id == run->id ? " <b>(this run)</b>" : r->base.kind == RP_BASE_RUN && x->id == r->base.run.id &&
                                                           r->base.store == r->store ? " (baseline)" : "");
     esc(f, x->revision);
-    fprintf(f, "</code></td><td class=\"n\">%u</td><td class=\"n\">", x->cases);
+    /* A change of driver build from the run before (oldest first) is marked. */
+    int changed = i > 0 && strcmp(x->build, h.v[i - 1].build) != 0;
+    fprintf(f, "</code></td><td%s><code>", changed ? " class=\"newbuild\"" : "");
+    esc(f, x->build[0] ? x->build : "-");
+    fprintf(f, "</code>%s</td><td class=\"n\">%u</td><td class=\"n\">",
+            changed ? " <b>new build</b>" : "", x->cases);
     if (isnan(x->rate)) fprintf(f, "-");
     else fprintf(f, "%.1f%%", x->rate);
     fprintf(f, "</td><td class=\"n\">%u</td><td class=\"n\">", x->unexpected);
@@ -698,6 +736,84 @@ static int fuzz(rp_report *r, FILE *f) {
   return 0;
 }
 
+/* ---- mdc mutate (issue 25): a run of kind mutate, its score per file and its survivors ---- */
+
+typedef struct mu_file {
+  char *file;
+  uint32_t killed, survived, equivalent;
+} mu_file;
+
+typedef struct mu_ctx {
+  mu_file *v;
+  size_t n;
+  uint32_t killed, survived, equivalent;
+  FILE *f;          /* second pass: the survivors' rows */
+  uint32_t shown, cap;
+} mu_ctx;
+
+static int on_mutant_tally(void *ctx, const mdc_mutate_row *m) {
+  mu_ctx *c = ctx;
+  mu_file *x = c->n && !strcmp(c->v[c->n - 1].file, m->file) ? &c->v[c->n - 1] : NULL; /* rows come by file */
+  if (!x) {
+    mu_file *v = realloc(c->v, (c->n + 1) * sizeof *v);
+    if (!v) return -1;
+    c->v = v;
+    x = &v[c->n++];
+    memset(x, 0, sizeof *x);
+    if (!(x->file = strdup(m->file))) return -1;
+  }
+  if (!strcmp(m->status, "killed")) x->killed++, c->killed++;
+  else if (!strcmp(m->status, "survived")) x->survived++, c->survived++;
+  else if (!strcmp(m->status, "equivalent")) x->equivalent++, c->equivalent++;
+  return 0;
+}
+
+static int on_survivor(void *ctx, const mdc_mutate_row *m) {
+  mu_ctx *c = ctx;
+  if (strcmp(m->status, "survived") || c->shown >= c->cap) return 0;
+  c->shown++;
+  fprintf(c->f, "<tr><td class=\"mono\">");
+  esc(c->f, m->mutant);
+  where(c->f, m->file, m->line);
+  fprintf(c->f, "</td><td><pre>");
+  esc(c->f, m->diff);
+  fprintf(c->f, "</pre></td><td class=\"mono\">");
+  esc(c->f, m->reach ? m->reach : "(no trace reaches its function)");
+  fprintf(c->f, "</td></tr>\n");
+  return 0;
+}
+
+static double mu_score(uint32_t k, uint32_t s) { return k + s ? 100.0 * k / (k + s) : 100.0; }
+
+static int mutate_section(rp_report *r, FILE *f) {
+  if (!r->run.kind || strcmp(r->run.kind, "mutate")) return 0;
+  mu_ctx c = {.f = f, .cap = r->max_rows};
+  int rc = mdc_store_mutate_each(r->store, r->run.id, on_mutant_tally, &c);
+  if (rc == 0) {
+    fprintf(f, "<section id=\"mutate\">\n<h2>Generated mutants (mdc mutate)</h2>\n<p>Score <b>%.1f%%</b>: %u killed, "
+               "%u survived, %u equivalent (docs/mutate.md).</p>\n",
+            mu_score(c.killed, c.survived), c.killed, c.survived, c.equivalent);
+    fprintf(f, "<table class=\"sortable\"><thead><tr><th>file</th><th class=\"n\">killed</th><th class=\"n\">survived"
+               "</th><th class=\"n\">equivalent</th><th class=\"n\">score %%</th></tr></thead>\n<tbody>\n");
+    for (size_t i = 0; i < c.n; i++) {
+      fprintf(f, "<tr><td class=\"mono\">");
+      esc(f, c.v[i].file);
+      fprintf(f, "</td><td class=\"n\">%u</td><td class=\"n\">%u</td><td class=\"n\">%u</td><td class=\"n\">%.1f</td></tr>\n",
+              c.v[i].killed, c.v[i].survived, c.v[i].equivalent, mu_score(c.v[i].killed, c.v[i].survived));
+    }
+    fprintf(f, "</tbody></table>\n<h3>Survivors (%u)</h3>\n", c.survived);
+    fprintf(f, "<table class=\"cases\"><thead><tr><th>mutant</th><th>change</th><th>nearest trace</th></tr></thead>\n"
+               "<tbody>\n");
+    rc = mdc_store_mutate_each(r->store, r->run.id, on_survivor, &c);
+    fprintf(f, "</tbody>\n");
+    more_rows(f, c.survived, c.shown, 3);
+    fprintf(f, "</table>\n</section>\n");
+  }
+  for (size_t i = 0; i < c.n; i++) free(c.v[i].file);
+  free(c.v);
+  return rc;
+}
+
 /* Writes index.html to f, querying r->store; -1 with r->err on a store error. */
 int rp_write_html(rp_report *r, FILE *f) {
   if (mdc_store_fuzz_campaigns_each(r->store, 1, any_campaign, &r->has_fuzz) < 0) {
@@ -711,14 +827,19 @@ int rp_write_html(rp_report *r, FILE *f) {
   esc(f, r->run.driver_name ? r->run.driver_name : "driver");
   fprintf(f, " on ");
   esc(f, r->run.backend ? r->run.backend : "?");
-  fprintf(f, ", run %s</title>\n<style>\n%s</style>\n</head>\n<body>\n", id, css);
+  fprintf(f, ", run %s</title>\n<style>\n%s%s</style>\n</head>\n<body>\n", id, css, rp_css_causes);
   header(r, f);
   fprintf(f, "<main>\n");
   totals(r, f);
+  if (rp_html_causes(r, f) != 0) {
+    snprintf(r->err, sizeof r->err, "%s", mdc_store_error(r->store));
+    return -1;
+  }
   areas(r, f);
   baseline(r, f);
   flaky(r, f);
-  if (slowest(r, f) != 0 || failures(r, f) != 0 || history(r, f) != 0 || rp_write_mutants(r, f) != 0 || fuzz(r, f) != 0) {
+  if (slowest(r, f) != 0 || failures(r, f) != 0 || history(r, f) != 0 || rp_write_mutants(r, f) != 0 || mutate_section(r, f) != 0 ||
+      fuzz(r, f) != 0) {
     snprintf(r->err, sizeof r->err, "%s", mdc_store_error(r->store));
     return -1;
   }

@@ -29,7 +29,8 @@ typedef enum rp_cat {
 const char *rp_cat_name(rp_cat c);
 const char *rp_cat_title(rp_cat c);
 /* 1 passing (Pass, Flake, UnexpectedPass), -1 failing (Fail, Crash, Timeout, TraceError,
- * ExpectedFail, Running), 0 neither (NotSupported, NULL). */
+ * OrderDependent, Running, Interrupted), 0 neither (NotSupported, Skipped, ExpectedFail, Warn:
+ * never a regression or "new failing"; NULL). */
 int rp_verdict_class(const char *status);
 /* The category of a pair (base or cur NULL: absent), or -1 when nothing changed. */
 int rp_classify(const char *base, const char *cur);
@@ -71,7 +72,7 @@ typedef struct rp_baseline {
   char **names;              /* RP_BASE_LIST: sorted */
   size_t n_names;
   unsigned char *seen;
-  char desc[600];            /* what it is, for the page */
+  char desc[1024];           /* what it is and why it was chosen, for the page */
 } rp_baseline;
 
 /* Called for every pair of the join: cur NULL for a case only the baseline has, base_status
@@ -84,6 +85,22 @@ typedef int (*rp_pair_fn)(void *ctx, const mdc_case_row *cur, const char *base_s
 int rp_join(mdc_store *s, int64_t run_id, rp_baseline *b, rp_pair_fn fn, void *ctx, char *err,
             size_t errlen);
 void rp_baseline_free(rp_baseline *b);
+
+/* report_like.c: the earlier runs comparable with a run (same kind, driver, backend and, when
+ * the run recorded one, the same selection of traces), oldest first, the newest `limit`; with
+ * only_earlier, only runs started before it. 0, or -1 (a store error, or out of memory). */
+typedef struct rp_like {
+  int64_t *ids;
+  size_t n;
+  uint64_t matched;          /* comparable runs in all (n is at most limit) */
+  uint64_t other_selection;  /* earlier runs of the kind, driver and backend over other traces */
+  uint64_t unrecorded;       /* ... that did not record their selection */
+  int by_selection;          /* the run recorded its selection: only runs of the same one match */
+} rp_like;
+int rp_like_runs(mdc_store *s, const mdc_run_row *run, uint32_t limit, int only_earlier, rp_like *out);
+void rp_like_free(rp_like *l);
+/* "replay runs of drv on sim over the same 992 traces (selection 3f2a9c01)". */
+void rp_like_what(const mdc_run_row *run, char *out, size_t len);
 
 typedef struct rp_report {
   const mdc_report_opts *o;
@@ -137,8 +154,19 @@ void rp_when(const char *iso, char *out, size_t len);
 void rp_duration(double s, char *out, size_t len);
 /* The first 8 characters of a uuid. */
 void rp_short_uuid(const char *uuid, char out[9]);
-/* Percent of passing cases (Pass, Flake, UnexpectedPass) among those that ran (not NotSupported);
+/* Percent of passing cases (Pass, Flake, UnexpectedPass) among those that ran (not NotSupported
+ * or Skipped);
  * NaN when none ran. */
 double rp_pass_rate(const uint32_t counts[MDC_CS_COUNT]);
+
+/* ---- report_causes.c: the page's causes section and what the case table shares with it ---- */
+
+extern const char rp_css_causes[];
+/* A status as a coloured badge. */
+void rp_html_status_badge(FILE *f, const char *st);
+/* A stack, at most max frames, as <pre>. */
+void rp_html_stack(FILE *f, const char *stack, int max);
+/* The causes section; 0, or -1 on a store error. */
+int rp_html_causes(rp_report *r, FILE *f);
 
 #endif

@@ -102,7 +102,7 @@ void rp_short_uuid(const char *uuid, char out[9]) { snprintf(out, 9, "%.8s", uui
 double rp_pass_rate(const uint32_t counts[MDC_CS_COUNT]) {
   uint64_t ran = 0, pass = counts[MDC_CS_PASS] + counts[MDC_CS_FLAKE] + counts[MDC_CS_UNEXPECTED_PASS];
   for (int i = 0; i < MDC_CS_COUNT; i++)
-    if (i != MDC_CS_NOT_SUPPORTED) ran += counts[i];
+    if (i != MDC_CS_NOT_SUPPORTED && i != MDC_CS_SKIPPED) ran += counts[i];
   return ran ? 100.0 * (double)pass / (double)ran : NAN;
 }
 
@@ -158,6 +158,13 @@ void rp_junit_head(rp_report *r, FILE *f) {
   property(f, "driver_name", run->driver_name);
   property(f, "driver_version", run->driver_version);
   property(f, "driver_path", run->driver_path);
+  /* The build judged (issue 27): not only its name and version. */
+  property(f, "driver_build_id", run->driver_build_id);
+  property(f, "driver_sha256", run->driver_sha256);
+  char seln[16];
+  snprintf(seln, sizeof seln, "%u", run->selection_n);
+  property(f, "selection", run->selection);
+  property(f, "selection_n", run->selection ? seln : NULL);
   property(f, "backend", run->backend);
   property(f, "device", run->device);
   property(f, "config", run->config);
@@ -305,15 +312,65 @@ static void md_list(FILE *f, const rp_report *r, rp_cat cat, size_t cap) {
   if (l->total > shown) fprintf(f, "- ... and %llu more (see index.html)\n", (unsigned long long)(l->total - shown));
 }
 
+/* ---- summary.md's causes (issue 26) ---- */
+
+#define MD_CAUSES 10
+
+typedef struct md_cause_ctx {
+  FILE *f;
+  uint32_t n;
+} md_cause_ctx;
+
+static int md_cause(void *ctx, const mdc_case_group *g) {
+  md_cause_ctx *m = ctx;
+  FILE *f = m->f;
+  if (!m->n++)
+    fprintf(f, "\n### Causes (%u)\n\n| cases | status | cause | first cases |\n| ---: | --- | --- | --- |\n", g->n_total);
+  fprintf(f, "| %u | ", g->count);
+  for (int i = 0, k = 0; i < MDC_CS_COUNT; i++)
+    if (g->counts[i]) {
+      fprintf(f, "%s%s", k++ ? ", " : "", mdc_store_status_name((mdc_case_status)i));
+      if (g->counts[i] != g->count) fprintf(f, " %u", g->counts[i]);
+    }
+  fprintf(f, " | ");
+  /* A table cell: no '|' (rp_md_code keeps it, and it would end the cell). */
+  char sig[400];
+  snprintf(sig, sizeof sig, "%s", g->signature);
+  for (char *p = sig; *p; p++)
+    if (*p == '|') *p = '/';
+  rp_md_code(f, sig, 300);
+  fprintf(f, " | ");
+  for (uint32_t i = 0; i < g->n_names; i++) {
+    fprintf(f, "%s", i ? ", " : "");
+    rp_md_code(f, g->names[i], 80);
+  }
+  if (g->count > g->n_names) fprintf(f, " and %u more", g->count - g->n_names);
+  if (g->reduced) {
+    fprintf(f, "; reduced: ");
+    rp_md_code(f, g->reduced, 200);
+  }
+  fprintf(f, " |\n");
+  if (m->n == MD_CAUSES && g->n_total > MD_CAUSES)
+    fprintf(f, "\n... and %u more causes (see index.html)\n", g->n_total - MD_CAUSES);
+  return 0;
+}
+
+/* The causes table, largest first (the first MD_CAUSES). 0, or -1 on a store error. */
+static int md_causes(rp_report *r, FILE *f) {
+  md_cause_ctx m = {.f = f};
+  return mdc_store_groups_each(r->store, r->run.id, 3, MD_CAUSES, md_cause, &m) < 0 ? -1 : 0;
+}
+
 /* Writes summary.md to f; reads the store (fuzz findings); -1 with r->err on a store error. */
 int rp_write_summary(rp_report *r, FILE *f) {
   const mdc_run_row *run = &r->run;
   const uint32_t *k = r->counts;
   uint32_t unexpected = mdc_store_unexpected_of(k);
-  /* Everything the first line does not name: not supported, known failures, trace errors,
-   * unexpected passes, interrupted. */
-  uint32_t other = k[MDC_CS_NOT_SUPPORTED] + k[MDC_CS_EXPECTED_FAIL] + k[MDC_CS_TRACE_ERROR] +
-                   k[MDC_CS_UNEXPECTED_PASS] + k[MDC_CS_WARN] + k[MDC_CS_RUNNING] + k[MDC_CS_INTERRUPTED];
+  /* Everything the first line does not name: trace errors, unexpected passes, order-dependent,
+   * interrupted. Known failures, warnings, not supported and skipped are named: none of them is
+   * a failure of this run (issue 27). */
+  uint32_t other = k[MDC_CS_TRACE_ERROR] + k[MDC_CS_UNEXPECTED_PASS] + k[MDC_CS_ORDER_DEPENDENT] +
+                   k[MDC_CS_RUNNING] + k[MDC_CS_INTERRUPTED];
   /* New fuzz findings: signatures first seen after the baseline run began (all without one). */
   findings fs = {0};
   if (mdc_store_fuzz_findings_each(r->store, 0, 0, add_finding, &fs) < 0 || fs.oom) {
@@ -333,6 +390,11 @@ int rp_write_summary(rp_report *r, FILE *f) {
           run->kind, !run->ended_at ? "INTERRUPTED (killed)" : run->interrupted ? "INTERRUPTED" : unexpected ? "FAILED" : "OK",
           (unsigned long long)r->n_cases, k[MDC_CS_PASS], k[MDC_CS_FAIL], k[MDC_CS_CRASH], k[MDC_CS_TIMEOUT],
           k[MDC_CS_FLAKE], other);
+  /* Not failures, each named when there are any. */
+  static const struct { int st; const char *what; } known[] = {{MDC_CS_EXPECTED_FAIL, "known failing"},
+      {MDC_CS_WARN, "warned"}, {MDC_CS_NOT_SUPPORTED, "not supported"}, {MDC_CS_SKIPPED, "skipped"}};
+  for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+    if (k[known[i].st]) fprintf(f, ", %u %s", k[known[i].st], known[i].what);
   if (r->base.kind != RP_BASE_NONE)
     fprintf(f, " · %llu regression%s, %llu fix%s, %llu new failing",
             (unsigned long long)r->cat[RP_REGRESSION].total, r->cat[RP_REGRESSION].total == 1 ? "" : "s",
@@ -348,7 +410,12 @@ int rp_write_summary(rp_report *r, FILE *f) {
   rp_md_code(f, run->backend ? run->backend : "?", 32);
   fprintf(f, " (");
   rp_md_code(f, run->device ? run->device : "?", 64);
-  fprintf(f, "), run ");
+  fprintf(f, ")");
+  if (run->driver_build_id || run->driver_sha256) {
+    fprintf(f, ", build ");
+    rp_md_code(f, run->driver_build_id ? run->driver_build_id : run->driver_sha256, 64);
+  }
+  fprintf(f, ", run ");
   rp_md_code(f, id, 0);
   fprintf(f, ", revision ");
   rp_md_code(f, run->revision, 40);
@@ -364,6 +431,11 @@ int rp_write_summary(rp_report *r, FILE *f) {
   fprintf(f, "\n| status | cases |\n| --- | ---: |\n");
   for (int i = 0; i < MDC_CS_COUNT; i++)
     if (k[i]) fprintf(f, "| %s | %u |\n", mdc_store_status_name((mdc_case_status)i), k[i]);
+  if (md_causes(r, f) != 0) {
+    snprintf(r->err, sizeof r->err, "%s", mdc_store_error(r->store));
+    findings_free(&fs);
+    return -1;
+  }
   md_list(f, r, RP_REGRESSION, 20);
   md_list(f, r, RP_FIX, 20);
   if (r->new_failing) {

@@ -99,6 +99,7 @@ int mdc_cli__child_start(mdc_cli__child *c, size_t result_len, double deadline) 
     signal(SIGTERM, SIG_DFL);
     dup2(STDERR_FILENO, STDOUT_FILENO); /* a driver's prints never mix into --json */
     close_others();
+    mdc_cli__crash_arm(&c->page->crash); /* a crash reports its stack (crash_stack.c) */
     c->pid = 0;
     return 0;
   }
@@ -150,6 +151,9 @@ size_t mdc_cli__child_end(mdc_cli__child *c, void *res, size_t len) {
     c->line = c->page->line;
     memcpy(c->op, (const char *)c->page->op, sizeof c->op);
     c->op[sizeof c->op - 1] = '\0';
+    c->stack[0] = '\0';
+    if (atomic_load_explicit(&c->page->crash.sig, memory_order_acquire))
+      mdc_cli__crash_symbolize(&c->page->crash, c->stack, sizeof c->stack);
     got = atomic_load_explicit(&c->page->result_len, memory_order_acquire);
     if (got > len) got = len;
     if (res) memcpy(res, c->page->result, got);

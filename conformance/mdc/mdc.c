@@ -12,9 +12,11 @@ static void usage(FILE *f) {
           "  replay [options] PATH...          replay traces against a driver, each in its own process\n"
           "  record --out FILE [...] -- PROG   record a workload's driver calls as a trace\n"
           "  mutants [options]                 build the reference driver's mutants, print the kill matrix\n"
+          "  mutate [options]                  generated mutants of a driver's C sources, judged by the corpus\n"
           "  fuzz --target T [options]         an AFL++ campaign on a fuzz target; fuzz export SIGNATURE\n"
           "  results [--run UUID|latest]       a stored run's verdicts on the terminal (or --json)\n"
           "  reduce TRACE [--driver SO]        a failing trace shrunk to a small one that fails the same way\n"
+          "  baseline write [--run R] [--out F] a known-failures file (--baseline) from a stored run\n"
           "  report [options] --out DIR        the results store as a page, a PR summary and JUnit\n"
           "  report --compare RUN_A RUN_B      what changed between two runs (exit 1: regressed)\n"
           "  db merge OUT IN...                merge results stores (idempotent)\n"
@@ -80,10 +82,12 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "replay")) return mdc_cli__cmd_replay(argc - 1, argv + 1);
   if (!strcmp(cmd, "record")) return mdc_cli__cmd_record(argc - 1, argv + 1);
   if (!strcmp(cmd, "mutants")) return mdc_cli__cmd_mutants(argc - 1, argv + 1);
+  if (!strcmp(cmd, "mutate")) return mdc_cli__cmd_mutate(argc - 1, argv + 1);
   if (!strcmp(cmd, "fuzz")) return mdc_cli__cmd_fuzz(argc - 1, argv + 1);
   if (!strcmp(cmd, "report")) return mdc_cli__cmd_report(argc - 1, argv + 1);
   if (!strcmp(cmd, "db")) return cmd_db(argc - 1, argv + 1);
   if (!strcmp(cmd, "results")) return mdc_cli__cmd_results(argc - 1, argv + 1);
+  if (!strcmp(cmd, "baseline")) return mdc_cli__cmd_baseline(argc - 1, argv + 1);
   if (!strcmp(cmd, "reduce")) return mdc_cli__cmd_reduce(argc - 1, argv + 1);
   fprintf(stderr, "mdc: unknown command '%s'\n", cmd);
   usage(stderr);

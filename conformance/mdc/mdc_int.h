@@ -37,9 +37,24 @@ int mdc_cli__status_unexpected(mdc_status s);
 
 /* What a child shows the parent (shared memory, not a descriptor): the line and op of the event
  * it started last, so a crash or a hang can say where, and at the end its result. */
+/* crash_stack.c: what the child's crash handler leaves for the parent when the case running
+ * dies on SIGSEGV, SIGBUS, SIGFPE, SIGILL or SIGABRT: the signal, the return addresses of its
+ * stack and the child's /proc/self/maps (the objects they are in). */
+#define MDC_CLI_CRASH_FRAMES 48
+typedef struct mdc_cli__crash {
+  _Atomic int sig;               /* set last: the rest is complete (0: no crash) */
+  int code;                      /* si_code */
+  uint64_t addr;                 /* si_addr */
+  uint64_t pc;                   /* the interrupted instruction (0: unknown) */
+  uint32_t n_frames, maps_len;
+  uint64_t frames[MDC_CLI_CRASH_FRAMES];
+  char maps[32768];              /* the lines of /proc/self/maps that name a file */
+} mdc_cli__crash;
+
 typedef struct mdc_cli__page {
   volatile uint32_t line;
   volatile char op[32];
+  mdc_cli__crash crash;          /* the running case's crash, if it crashes (crash_stack.c) */
   _Atomic uint32_t result_len;   /* set last: the result is complete */
   unsigned char result[];
 } mdc_cli__page;
@@ -53,6 +68,8 @@ typedef struct mdc_cli__child {
   int reaped, status, timed_out;
   uint32_t line;        /* after mdc_cli__child_end: the page's last line and op */
   char op[32];
+  char stack[6144];     /* after mdc_cli__child_end of a child that crashed: its symbolized stack,
+                           one frame a line ("" when it did not crash; crash_stack.c) */
 } mdc_cli__child;
 
 double mdc_cli__now(void);                                   /* CLOCK_MONOTONIC seconds */
@@ -77,6 +94,22 @@ int mdc_cli__child_step(mdc_cli__child *c, double now);
 size_t mdc_cli__child_end(mdc_cli__child *c, void *res, size_t len);
 /* Kills and reaps every child mdc still has (descendants that left their group included). */
 void mdc_cli__reap_all(void);
+
+/* ---- crash_stack.c ------------------------------------------------------------------------- */
+
+/* In a child: installs the crash handlers (once, on an alternate signal stack) and points them at
+ * area, the page area of the case that runs now (call again to point them at another case's). */
+void mdc_cli__crash_arm(mdc_cli__crash *area);
+/* In the parent: the stack of a crash as text, one frame a line ("#N 0xPC FUNC+0xOFF (OBJECT)
+ * FILE:LINE"; "?? (OBJECT+0xOFF)" for a frame without a symbol), written into out (cut at a
+ * whole frame). Returns its length (0: no crash recorded). */
+int mdc_cli__crash_symbolize(const mdc_cli__crash *c, char *out, size_t cap);
+/* The driver's top frames of such a stack: the frames after the handler, the signal trampoline
+ * and the C library's (abort, raise), up to max_frames and until a frame of mdc itself, as
+ * "f < g < h" in out; where gets the first one's FILE:LINE base name (or its object). Returns
+ * the number of frames (0: none of the driver's). */
+int mdc_cli__stack_top(const char *stack, int max_frames, char *out, size_t n, char *where, size_t wn);
+
 
 /* ---- corpus.c ------------------------------------------------------------------------------ */
 
@@ -122,11 +155,18 @@ int mdc_cli__mkdir_parent(const char *path);
 
 /* ---- replay.c ------------------------------------------------------------------------------ */
 
+/* What the summary of a replay lists after its counts (--summary): the causes, largest first
+ * (replay_out.c); every non-passing case; nothing. */
+enum { MDC_CLI_SUMMARY_GROUPS = 0, MDC_CLI_SUMMARY_CASES, MDC_CLI_SUMMARY_NONE };
+
 typedef struct mdc_cli__replay_opts {
   const char *driver;        /* NULL: the reference driver linked in */
   const char *config;        /* default "backend=auto" */
   const char *db;            /* NULL with no_db */
   const char *baseline;      /* may be NULL */
+  const char *skips;         /* --skips FILE: traces never run (Skipped); NULL: none */
+  const char *flakes;        /* --flakes FILE: known flaky traces (a failure is a Flake); NULL: none */
+  double progress_interval_s; /* off a terminal, a status line every so many seconds (0: 10) */
   const char *kind;          /* run kind in the store: "replay", "mutants" */
   double timeout_s;
   uint32_t shard_i, shard_n;
@@ -137,11 +177,20 @@ typedef struct mdc_cli__replay_opts {
   uint32_t n_include, n_exclude;
   int jobs;
   int json, quiet, rerun_failures;
+  int summary;               /* --summary: MDC_CLI_SUMMARY_GROUPS (default), _CASES or _NONE */
   int verbose;               /* each event of each case on stderr (mdc replay -v) */
   int strict_messages;       /* message expectations judged (else advisory) */
   int silence_children;      /* children's stdout/stderr to /dev/null (mutants) */
   const char *diff_a, *diff_b; /* --differential A,B: each case replayed on backend A and on B and
                                   the two compared (NULL: off) */
+  /* Grouped replay (replay_group.c, docs/mdc-cli.md "--group"): a child loads the driver once
+   * and runs up to `group` cases one after the other (0: the default for the driver probed,
+   * mdc_cli__rp_group_size; 1: one child per case). A child whose resident memory grew by more
+   * than group_mib MiB (0: 512) since its first case starts no further case. */
+  uint32_t group, group_mib;
+  uint64_t shuffle_seed;     /* --shuffle SEED: cases run in an order drawn from it */
+  int has_shuffle_seed;
+  int keep_order;            /* --keep-order: cases run in the order PATHs name them */
   const char *const *paths;
   size_t n_paths;
 } mdc_cli__replay_opts;
@@ -157,6 +206,11 @@ typedef struct mdc_cli__case {
   int attempts;
   int finished;            /* its status is final */
   int must_pass;           /* the header's must_pass (a failure of a trace that is not: Warn) */
+  char preceded_by[128];   /* OrderDependent: the trace that ran before it in its child ("") */
+  int skipped;             /* listed in --skips: never run, Skipped (replay_lists.c) */
+  int known_flaky;         /* listed in --flakes: a failure is a Flake (replay_lists.c) */
+  char signature[320];     /* its cause (signature.c; "" when none: passed, not run) */
+  char *stack;             /* a crash's symbolized stack (crash_stack.c), NULL when none */
 } mdc_cli__case;
 
 typedef struct mdc_cli__run {
@@ -169,8 +223,14 @@ typedef struct mdc_cli__run {
                               caller raises it again when it has closed what it holds */
   size_t stopped_running;  /* cases killed by the stop (Interrupted in the store) */
   size_t left_out;         /* traces --include/--exclude left out (not cases) */
+  uint32_t group_size;     /* cases per child the run used (grouped replay) */
+  size_t children;         /* children started to run cases */
   char uuid[37];
   char driver_name[64], driver_version[64], backend[32], device[64];
+  /* The driver build judged (driver_id.c; "" when not known) and the selection of traces. */
+  char driver_file[512], driver_build_id[129], driver_sha256[65];
+  char selection[65];      /* SHA-256 of the sorted set of case names (replay_lists.c) */
+  uint32_t selection_n;
 } mdc_cli__run;
 
 /* Runs the replay described by o (output as o->json / o->quiet say) and fills *run. Returns the
@@ -193,9 +253,29 @@ mdc_verdict mdc_cli__differential(const md_driver *d, const char *path, const md
 int mdc_cli__cmd_replay(int argc, char **argv);
 int mdc_cli__cmd_record(int argc, char **argv);
 int mdc_cli__cmd_mutants(int argc, char **argv);
+int mdc_cli__cmd_mutate(int argc, char **argv);   /* mutate.c */
 int mdc_cli__cmd_fuzz(int argc, char **argv);
 int mdc_cli__cmd_report(int argc, char **argv);
 int mdc_cli__cmd_results(int argc, char **argv);
+int mdc_cli__cmd_baseline(int argc, char **argv);  /* baseline_cmd.c */
+
+/* ---- progress text (replay_progress.c), shared with mdc mutants ------------------------- */
+
+/* "4.2 s", "1 min 5 s", "2 h 3 min" ("-" for a negative or non-finite time). Pure. */
+void mdc_cli__duration_text(double s, char *out, size_t len);
+/* "ETA 1 min 5 s" when done of total took elapsed seconds ("ETA unknown" before the first). */
+void mdc_cli__eta_text(double elapsed, size_t done, size_t total, char *out, size_t len);
 int mdc_cli__cmd_reduce(int argc, char **argv);
+
+/* ---- signature.c --------------------------------------------------------------------------- */
+
+/* s with numbers (#), hex addresses (0x#), quoted names ('*') and paths (<path>) masked, so
+ * messages that differ only in them read the same. */
+void mdc_cli__mask(const char *s, char *out, size_t n);
+/* The cause signature of a case whose status is st with result r (stack: a crash's symbolized
+ * stack or NULL); "" for a Pass, a Skipped case, or one that never ended. */
+void mdc_cli__signature(mdc_status st, const mdc_result *r, const char *stack, char *out, size_t n);
+/* Sets c->signature from its status, result and stack (mdc_cli__rp_set_status calls it). */
+void mdc_cli__case_cause(mdc_cli__case *c);
 
 #endif

@@ -17,6 +17,7 @@
 
 #include "mdc/store.h"
 #include "mdc_int.h"
+#include "paths.h"
 
 typedef struct mutant {
   char name[64];
@@ -29,16 +30,19 @@ typedef struct mutant {
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: mdc mutants [--json] [--corpus DIR] [--driver SO] [--list FILE] [--only NAME]\n"
-          "                   [--jobs N] [--timeout S] [--db FILE | --no-db]\n"
+          "usage: mdc mutants [--json] [--source DIR] [--corpus DIR] [--driver SO] [--list FILE]\n"
+          "                   [--only NAME] [--jobs N] [--timeout S] [--db FILE | --no-db]\n"
           "Builds the mutants build of the reference driver (target md_driver_mutants of mdc's own\n"
           "build, incrementally: every mutant compiled in, the one named by MD_MUTANT runs), replays\n"
           "the corpus against each mutant and prints the kill matrix: the traces that pass on the\n"
-          "reference driver and fail on the mutant.\n\n"
-          "  --corpus DIR      traces to replay (default %s/conformance/traces)\n"
+          "reference driver and fail on the mutant. It needs mdc's source tree: the one it was built\n"
+          "from, or (an installed mdc) --source DIR.\n\n"
+          "  --source DIR      mdc's source tree (default %s): the mutants are built\n"
+          "                    in DIR/build-mutants (configured the first time), list and corpus from DIR\n"
+          "  --corpus DIR      traces to replay (default SOURCE/conformance/traces)\n"
           "  --driver SO       a driver that runs the mutant $MD_MUTANT names, instead of building one\n"
           "                    (default %s)\n"
-          "  --list FILE       the mutant list (default %s/conformance/mutants/mutants.txt)\n"
+          "  --list FILE       the mutant list (default SOURCE/conformance/mutants/mutants.txt)\n"
           "  --only NAME       just this mutant (repeatable)\n"
           "  --jobs N, --timeout S   as for mdc replay\n"
           "  --db FILE         results store for the matrix (default results/mdc.db): a run of kind\n"
@@ -48,7 +52,7 @@ static void usage(FILE *f) {
           "  --json            one JSON object on stdout: {mutants: [{name, killed, killed_by}], killed}\n\n"
           "exit status: 0 every mutant killed, 1 a mutant survived or did not build, 2 bad usage,\n"
           "3 results store error\n",
-          MDC_REPO_ROOT, MD_DRIVER_MUTANTS_SO, MDC_REPO_ROOT);
+          mdc_cli__source_tree() ? mdc_cli__source_tree() : "none: this mdc is installed", MD_DRIVER_MUTANTS_SO);
 }
 
 static int load_list(const char *path, mutant **out, size_t *n) {
@@ -101,16 +105,29 @@ static int run_logged(char *const argv[], const char *log) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* Brings mdc's own build's md_driver_mutants up to date (an incremental build: a second when
- * nothing changed), so no mutant is older than the sources it mutates. 0, or -1 with a message
- * in err naming the log. */
-static int build_mutants(char *err, size_t errlen, int quiet) {
-  char log[4200];
-  snprintf(log, sizeof log, "%s/mutants-build.log", MDC_BUILD_DIR);
-  if (!quiet) fprintf(stderr, "mdc mutants: building md_driver_mutants (log: %s)\n", log);
-  char *bld[] = {(char *)"cmake", (char *)"--build", (char *)MDC_BUILD_DIR, (char *)"--target",
+/* Brings a build's md_driver_mutants up to date (an incremental build: a second when nothing
+ * changed), so no mutant is older than the sources it mutates: mdc's own build, or with --source
+ * DIR the build DIR/build-mutants (configured first when it has no CMakeCache.txt); so is the
+ * mutants driver it made. 0, or -1 with a message in err naming the log. */
+static int build_mutants(const char *source, char *so, size_t solen, char *err, size_t errlen, int quiet) {
+  char log[4300], bdir[4200], cache[4300];
+  snprintf(bdir, sizeof bdir, "%s", source ? source : MDC_BUILD_DIR);
+  if (source) snprintf(bdir, sizeof bdir, "%s/build-mutants", source);
+  if (source) mkdir(bdir, 0777);   /* its log lies in it */
+  snprintf(log, sizeof log, "%s/mutants-build.log", bdir);
+  snprintf(so, solen, "%s", MD_DRIVER_MUTANTS_SO);
+  if (source) snprintf(so, solen, "%s/runtime/libmd_driver_mutants.so", bdir);
+  if (!quiet) fprintf(stderr, "mdc mutants: building md_driver_mutants in %s (log: %s)\n", bdir, log);
+  snprintf(cache, sizeof cache, "%s/CMakeCache.txt", bdir);
+  char *cfg[] = {(char *)"cmake", (char *)"-S", (char *)source, (char *)"-B", bdir, (char *)"-DMD_BUILD_TESTS=OFF",
+                 (char *)"-DMD_BUILD_BENCH=OFF", (char *)"-DMD_HIP=off", NULL};
+  if (source && access(cache, R_OK) != 0 && run_logged(cfg, log) != 0) {
+    snprintf(err, errlen, "configuring %.150s as a build of %.150s failed, see %.150s", bdir, source, log);
+    return -1;
+  }
+  char *bld[] = {(char *)"cmake", (char *)"--build", bdir, (char *)"--target",
                  (char *)"md_driver_mutants", (char *)"-j", (char *)"2", NULL};
-  if (run_logged(bld, log) != 0 || access(MD_DRIVER_MUTANTS_SO, R_OK) != 0) {
+  if (run_logged(bld, log) != 0 || access(so, R_OK) != 0) {
     snprintf(err, errlen, "the mutants build failed, see %.400s", log);
     return -1;
   }
@@ -121,7 +138,7 @@ static int build_mutants(char *err, size_t errlen, int quiet) {
 
 /* What `mdc mutants` was asked (its options) and what it holds while it runs. */
 typedef struct mutants_cmd {
-  const char *db, *corpus, *mutants_so, *list;
+  const char *db, *corpus, *mutants_so, *list, *source;
   const char *only[64];
   size_t n_only;
   int json, no_db;
@@ -143,11 +160,10 @@ static int parse_args(int argc, char **argv, mutants_cmd *m) {
       {"only", required_argument, 0, 'o'},    {"jobs", required_argument, 0, 'j'},
       {"timeout", required_argument, 0, 't'}, {"help", no_argument, 0, 'h'},
       {"db", required_argument, 0, 'd'},      {"no-db", no_argument, 0, 'n'},
-      {0, 0, 0, 0}};
+      {"source", required_argument, 0, 'S'},  {0, 0, 0, 0}};
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN), v;
   m->db = "results/mdc.db";
-  m->corpus = MDC_REPO_ROOT "/conformance/traces";
-  m->list = MDC_REPO_ROOT "/conformance/mutants/mutants.txt";
+  m->corpus = m->list = NULL;
   m->o = (mdc_cli__replay_opts){.config = "backend=auto", .timeout_s = 30, .shard_n = 1,
                                 .jobs = ncpu > 0 ? (int)ncpu : 1, .quiet = 1, .kind = "mutants",
                                 .silence_children = 1};
@@ -160,6 +176,7 @@ static int parse_args(int argc, char **argv, mutants_cmd *m) {
       case 'c': m->corpus = optarg; break;
       case 'D': m->mutants_so = optarg; break;
       case 'l': m->list = optarg; break;
+      case 'S': m->source = optarg; break;
       case 'd': m->db = optarg; break;
       case 'n': m->no_db = 1; break;
       case 'o':
@@ -191,6 +208,27 @@ static int parse_args(int argc, char **argv, mutants_cmd *m) {
     fprintf(stderr, "mdc mutants: unexpected argument '%s'\n", argv[optind]);
     return MDC_EXIT_USAGE;
   }
+  /* The mutants are built from mdc's sources, and their list is there: an installed mdc has
+   * neither unless --source names a checkout (or --driver, --list and --corpus say it all). */
+  static char list[4200], corpus[4200];
+  const char *src = m->source ? m->source : mdc_cli__source_tree();
+  if (m->source) {
+    snprintf(list, sizeof list, "%s/conformance/mutants/mutants.txt", m->source);
+    if (access(list, R_OK) != 0) {
+      fprintf(stderr, "mdc mutants: --source '%s': not mdc's source tree (no conformance/mutants/mutants.txt)\n",
+              m->source);
+      return MDC_EXIT_USAGE;
+    }
+  }
+  if (!src && (!m->mutants_so || !m->list || !m->corpus)) {
+    fprintf(stderr, "mdc mutants: this mdc is installed, and mdc mutants needs mdc's source tree: the mutants "
+            "are built from its sources and listed in its conformance/mutants/mutants.txt. Give --source DIR (a "
+            "checkout of mdc), or run the mdc of a build of the sources (or give --driver SO, --list FILE and "
+            "--corpus DIR for a mutants build you made)\n");
+    return MDC_EXIT_USAGE;
+  }
+  if (!m->list) snprintf(list, sizeof list, "%s/conformance/mutants/mutants.txt", src), m->list = list;
+  if (!m->corpus) snprintf(corpus, sizeof corpus, "%s/conformance/traces", src), m->corpus = corpus;
   m->o.paths = &m->corpus;
   m->o.n_paths = 1;
   return -1;
@@ -325,6 +363,15 @@ static void print_matrix_json(const mutants_cmd *m, uint32_t killed, uint32_t co
   free(s);
 }
 
+/* Where a long `mdc mutants` is (issue 27): [i/N], the mutant, the kills so far and an ETA from the
+ * mutants done, one line each on stderr (also with --json, whose object is on stdout). */
+static void progress(uint32_t i, size_t n, const char *name, uint32_t killed, double elapsed) {
+  char eta[48];
+  mdc_cli__eta_text(elapsed, i - 1, n, eta, sizeof eta);
+  fprintf(stderr, "mdc mutants: [%u/%zu] %s (%u killed so far, %s)\n", i, n, name, killed, eta);
+  fflush(stderr);
+}
+
 /* Ends this process with sig, as the signal would have (the caller has closed what it holds). */
 static void die_of(int sig) {
   fflush(NULL);
@@ -355,15 +402,20 @@ int mdc_cli__cmd_mutants(int argc, char **argv) {
   }
   /* One build holds every mutant (unless --driver names a driver that already does). */
   char build_err[512] = "";
-  const char *so = m.mutants_so ? m.mutants_so : MD_DRIVER_MUTANTS_SO;
-  int built = m.mutants_so || build_mutants(build_err, sizeof build_err, m.json) == 0;
+  static char built_so[4300];
+  const char *so = m.mutants_so ? m.mutants_so : built_so;
+  int built = m.mutants_so || build_mutants(m.source, built_so, sizeof built_so, build_err, sizeof build_err, m.json) == 0;
   uint32_t killed = 0, considered = 0;
   int stopped = 0;
+  size_t n_wanted = 0;
+  for (size_t i = 0; i < m.n; i++) n_wanted += (size_t)wanted(&m, m.ms[i].name);
+  double t_first = mdc_cli__now();
   for (size_t i = 0; i < m.n && !stopped; i++) {
     mutant *mu = &m.ms[i];
     if (!wanted(&m, mu->name)) continue;
     considered++;
     double t0 = mdc_cli__now();
+    progress(considered, n_wanted, mu->name, killed, t0 - t_first);
     int64_t case_id = -1;
     char case_name[96];
     snprintf(case_name, sizeof case_name, "mutants/%s", mu->name);

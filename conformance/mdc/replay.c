@@ -30,6 +30,7 @@
 #include "md/status.h"
 #include "mdc_int.h"
 #include "replay_int.h"
+#include "driver_id.h"
 
 /* ---- the driver probe: load the driver and ask its capabilities, in a child ---------------- */
 
@@ -51,6 +52,8 @@ int mdc_cli__rp_probe(const char *driver, const char *config, double timeout_s, 
     const md_driver *d = mdc_driver_load(driver, &dl, r.err, sizeof r.err);
     if (d) {
       r.loaded = 1;
+      /* The build judged: the file, its build-id and SHA-256 (driver_id.c). */
+      mdc_cli__driver_identify(d, dl, r.file, sizeof r.file, r.build_id, r.sha256);
       snprintf(r.name, sizeof r.name, "%s", d->name ? d->name : "?");
       snprintf(r.version, sizeof r.version, "%s", d->version ? d->version : "?");
       md_device *dev = NULL;
@@ -100,6 +103,7 @@ int mdc_cli__rp_probe(const char *driver, const char *config, double timeout_s, 
 void mdc_cli__rp_set_status(mdc_cli__run *run, mdc_cli__case *c, mdc_status s) {
   c->status = s;
   c->finished = 1;
+  mdc_cli__case_cause(c); /* its cause signature, for the store and the summary's groups */
   run->count[s]++;
   if (mdc_cli__status_unexpected(s)) run->unexpected++;
 }
@@ -123,7 +127,9 @@ int mdc_cli__rp_store_case(mdc_store *store, int *store_ok, const mdc_cli__case 
                         .event = r->event[0] ? r->event : NULL,
                         .rule = r->rule[0] ? r->rule : c->rules,
                         .driver_message = r->driver_message[0] ? r->driver_message : NULL,
-                        .advisory = r->advisory[0] ? r->advisory : NULL};
+                        .advisory = r->advisory[0] ? r->advisory : NULL,
+                        .preceded_by = c->preceded_by[0] ? c->preceded_by : NULL,
+                        .signature = c->signature[0] ? c->signature : NULL, .stack = c->stack};
   if (mdc_store_case_finish(store, c->case_id, &cr) == 0) return 1;
   fprintf(stderr, "%s%s: %s (stopping; results written so far are kept)\n", tty ? "\n" : "", who,
           mdc_store_error(store));
@@ -210,6 +216,9 @@ static int probe_driver(const mdc_cli__replay_opts *o, const char *who, mdc_cli_
   snprintf(run->driver_version, sizeof run->driver_version, "%s", pm->version);
   snprintf(run->backend, sizeof run->backend, "%.31s", pm->opened ? pm->caps.backend : "unknown");
   snprintf(run->device, sizeof run->device, "%.63s", pm->opened ? pm->caps.device_name : "unknown");
+  snprintf(run->driver_file, sizeof run->driver_file, "%s", pm->file);
+  snprintf(run->driver_build_id, sizeof run->driver_build_id, "%s", pm->build_id);
+  snprintf(run->driver_sha256, sizeof run->driver_sha256, "%s", pm->sha256);
   if (!pm->opened) {
     fprintf(stderr, "%s: --config '%s': the driver loaded but cannot open a device with it: %s\n", who,
             o->config, pm->err);
@@ -254,16 +263,25 @@ static int open_store(const mdc_cli__replay_opts *o, const char *who, const md_c
     fprintf(stderr, "%s: cannot create the folder of '%s': %s\n", who, o->db, strerror(errno));
     return MDC_EXIT_STORE;
   }
+  /* A store made here is said where it is, once: every later run adds to it unnoticed. */
+  int is_new = strcmp(o->db, ":memory:") != 0 && stat(o->db, &dst) != 0;
   if (mdc_store_open(o->db, store, err, sizeof err)) {
     fprintf(stderr, "%s: %s\n", who, err);
     return MDC_EXIT_STORE;
   }
+  if (is_new && !o->quiet)
+    fprintf(stderr, "%s: created the results store %s (every run is kept there; --db FILE or --no-db)\n", who, o->db);
   mdc_run_info ri = {.kind = o->kind ? o->kind : "replay", .driver_name = pm->name,
                      .driver_version = pm->version, .driver_path = o->driver ? o->driver : "(reference)",
                      .backend = run->backend, .device = run->device, .config = o->config,
                      .seed = cfg->seed, .has_seed = cfg->has_seed,
                      .shard_index = o->shard_n > 1 ? o->shard_i : 0,
-                     .shard_count = o->shard_n > 1 ? o->shard_n : 1};
+                     .shard_count = o->shard_n > 1 ? o->shard_n : 1,
+                     .driver_build_id = run->driver_build_id[0] ? run->driver_build_id : NULL,
+                     .driver_sha256 = run->driver_sha256[0] ? run->driver_sha256 : NULL,
+                     .selection = run->selection[0] ? run->selection : NULL, .selection_n = run->selection_n,
+                     .shuffle_seed = o->shuffle_seed, .has_shuffle_seed = o->has_shuffle_seed,
+                     .group_size = mdc_cli__rp_group_size(o, run)};
   if (mdc_store_run_begin(*store, &ri, run_id, run->uuid)) {
     fprintf(stderr, "%s: %s\n", who, mdc_store_error(*store));
     mdc_store_close(*store);
@@ -307,6 +325,7 @@ int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
   probe_msg pm;
   sched k = {.o = o, .who = who, .run = run, .base = &base, .store_ok = 1};
   int rc = make_cases(o, who, &paths, &base, run) ? MDC_EXIT_USAGE : MDC_EXIT_OK;
+  if (rc == MDC_EXIT_OK && mdc_cli__rp_lists_apply(o, who, run)) rc = MDC_EXIT_USAGE; /* --skips, --flakes */
   if (rc == MDC_EXIT_OK) rc = probe_driver(o, who, run, &pm);
   if (rc == MDC_EXIT_OK) rc = open_store(o, who, &cfg, &pm, run, &k.store, &k.run_id);
   if (rc != MDC_EXIT_OK) { /* nothing ran: the run is left empty, nothing to free */
@@ -314,11 +333,18 @@ int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
     mdc_cli__baseline_free(&base);
     return rc;
   }
+  mdc_cli__set_aside skipped; /* --skips: settled now, never run; the scheduler sees the rest */
+  if (mdc_cli__rp_skips_begin(run, k.store, k.run_id, &k.store_ok, who, &skipped)) {
+    fprintf(stderr, "%s: out of memory\n", who);
+    exit(MDC_EXIT_USAGE);
+  }
   if (mdc_cli__rp_sched_init(&k)) {
     fprintf(stderr, "%s: out of memory\n", who);
     exit(MDC_EXIT_USAGE);
   }
+  mdc_cli__rp_progress_begin(o, who);
   mdc_cli__rp_sched_run(&k);
+  mdc_cli__rp_skips_end(run, &skipped);
   run->duration_s = mdc_cli__now() - t_start;
   if (!k.store_ok || run->interrupted_by) mdc_cli__rp_drop_unfinished(run);
   mdc_run_summary sum = {(uint32_t)run->n, run->count[MDC_S_PASS], run->count[MDC_S_FAIL],
@@ -344,7 +370,7 @@ int mdc_cli__replay(const mdc_cli__replay_opts *opts, mdc_cli__run *run) {
 }
 
 void mdc_cli__run_free(mdc_cli__run *run) {
-  for (size_t i = 0; i < run->n; i++) free(run->cases[i].path), free(run->cases[i].rules);
+  for (size_t i = 0; i < run->n; i++) free(run->cases[i].path), free(run->cases[i].rules), free(run->cases[i].stack);
   free(run->cases);
   memset(run, 0, sizeof *run);
 }

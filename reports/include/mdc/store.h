@@ -339,6 +339,61 @@ int mdc_store_fuzz_findings_count(mdc_store *s, int64_t run_id, uint32_t *n);
 int mdc_store_merge(const char *out, const char *const *inputs, size_t n_inputs, char *err,
                     size_t errlen);
 
+
+/* ---- mdc mutate: one row per generated mutant of a run of kind "mutate" (schema v4) -------- */
+
+typedef struct mdc_mutate_row {
+  const char *mutant;          /* required: the stable id (file:function:operator:n) */
+  const char *file;            /* required */
+  const char *function;
+  uint32_t line;               /* 0: NULL */
+  const char *op;              /* required: the operator */
+  const char *status;          /* required: killed, survived, equivalent, build_failed, skipped */
+  const char *killed_by;       /* the trace, unit test or fuzz target that killed it */
+  const char *kill_kind;       /* Fail, Crash, Timeout, test, fuzz */
+  int64_t traces_run;          /* < 0: NULL */
+  double duration_s;           /* < 0: NULL */
+  const char *diff;            /* the line before and after */
+  const char *reach;           /* the nearest trace that reaches the line */
+} mdc_mutate_row;
+/* Inserts (or replaces) the row of r->mutant in run_id. */
+int mdc_store_mutate_put(mdc_store *s, int64_t run_id, const mdc_mutate_row *r);
+/* The rows of run_id by file, line, mutant; rows valid during the call only; fn's return value
+ * as for mdc_store_runs_each. Nothing (and 0) for a store without the table. */
+int mdc_store_mutate_each(mdc_store *s, int64_t run_id, int (*fn)(void *ctx, const mdc_mutate_row *r),
+                          void *ctx);
+/* How often each trace (or test) killed a mutant in every stored mutate run, most first: the
+ * order in which mdc mutate tries traces. */
+int mdc_store_mutate_kill_counts(mdc_store *s, int (*fn)(void *ctx, const char *killed_by, uint32_t n),
+                                 void *ctx);
+
+/* ---- cause groups (issue 26; reports/store_groups.c) ---------------------------------------- */
+
+/* One cause of a run: its non-passing cases (not NotSupported, Warn, Skipped) that share a
+ * signature. Strings are valid during the callback only. */
+typedef struct mdc_case_group {
+  const char *signature;
+  uint32_t count;                    /* its cases */
+  uint32_t unexpected;               /* of them, with an unexpected status */
+  uint32_t counts[MDC_CS_COUNT];     /* per status */
+  const char *const *names;          /* its first n_names cases by name, their paths (NULL ok) */
+  const char *const *paths;          /* and stacks (NULL when none) */
+  const char *const *stacks;
+  uint32_t n_names;
+  uint32_t n_total;                  /* groups in the run */
+  const char *reduced;               /* a reduced reproducer of one of its cases (mdc reduce --db),
+                                        NULL when none */
+} mdc_case_group;
+/* Calls fn for each cause group of run_id: the groups with an unexpected case first, then the
+ * largest first, then by signature; each with its first `names` cases (at most 64) by name. At
+ * most limit groups (0: all). Nothing (and 0) for a store before schema v4. fn's return value as
+ * for mdc_store_runs_each. */
+int mdc_store_groups_each(mdc_store *s, int64_t run_id, uint32_t names, uint32_t limit,
+                          int (*fn)(void *ctx, const mdc_case_group *g), void *ctx);
+/* Records path as the reduced reproducer (`mdc reduce --db`) of run_id's cases named name that
+ * did not pass. MDC_STORE_NOT_FOUND when the run has no such case. */
+int mdc_store_case_set_reduced(mdc_store *s, int64_t run_id, const char *name, const char *path);
+
 #ifdef __cplusplus
 }
 #endif
