@@ -36,7 +36,7 @@ set(MD_LAYER_LINKS
   "md_mutagenh_base|" "md_mutagenh_runtime|" "md_mutagenh_refdriver_hipcpu|" "md_mutagenh_config|"
   "md_mutagenh_kernels|" "md_mutagenh_sim|" "md_mutagenh_hipcpu|" "md_driver_mutagen_hipcpu|"
   # ... and the test fixture of `mdc mutate`: one file mirrored, the driver's other objects as built
-  "md_mutagen_fixture_sim|" "md_driver_mutagen_fixture|md_runtime,md_base,md_kernels,md_config,md_sim"
+  "md_mutagen_fixture_sim|" "md_driver_mutagen_fixture|md_runtime,md_base,md_kernels,md_config,md_sim,md_hip"
   "md_loader|md_headers"
   "mdc_calls|md_headers"
   "mdc_engine|md_headers,md_driver,md_config,mdc_calls,md_loader"

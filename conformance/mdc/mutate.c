@@ -45,7 +45,7 @@ static void usage(FILE *f) {
           "every mutant of a file compiled into one build and picked at run time (MD_MUTAGEN), judged by\n"
           "the corpus: a mutant is killed by the first trace that passes on the reference and not on it.\n\n"
           "  --corpus DIR        traces (default %s/conformance/traces)\n"
-          "  --config STR        open_device keys (default backend=sim)\n"
+          "  --config STR        open_device keys (default backend=sim; with --source: none)\n"
           "  --jobs N            cases at once (default: CPUs)\n"
           "  --timeout S         most seconds a case may take (default 10; less for fast traces)\n"
           "  --sample N          judge a random sample of N mutants (the score gets a 95%% interval)\n"
@@ -101,7 +101,7 @@ static int parse_args(int argc, char **argv, mdc_mutate *m) {
   while ((c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
     switch (c) {
       case O_CORPUS: m->corpus = optarg, m->corpus_given = 1; break;
-      case O_CONFIG: m->config = optarg; break;
+      case O_CONFIG: m->config = optarg, m->config_given = 1; break;
       case O_JOBS:
         if (mdc_cli__parse_int(optarg, 1, 1024, &v)) goto bad;
         m->jobs = (int)v;
@@ -162,6 +162,8 @@ static int parse_args(int argc, char **argv, mdc_mutate *m) {
     fprintf(stderr, "mdc mutate: --source needs --build CMD and --driver PATH\n");
     return MDC_EXIT_USAGE;
   }
+  /* Another driver is opened with its own defaults (it may have no simulator backend). */
+  if (m->source && !m->config_given) m->config = "";
   return -1;
 }
 

@@ -43,7 +43,7 @@ typedef struct mdc_mutate {
   const char *only[64];
   size_t n_only, sample;
   unsigned seed;
-  int jobs, json, no_db, no_build, quiet, equivalent_given, markdown, corpus_given;
+  int jobs, json, no_db, no_build, quiet, equivalent_given, markdown, corpus_given, config_given;
   double timeout_s, min_score, fuzz_s;
   /* state */
   const char *root;          /* the sources' root: ids are relative to it */
