@@ -185,7 +185,15 @@ int mdc_cli__crash_symbolize(const mdc_cli__crash *c, char *out, size_t cap) {
   }
 #endif
   uint32_t n = c->n_frames < MDC_CLI_CRASH_FRAMES ? c->n_frames : MDC_CLI_CRASH_FRAMES;
-  for (uint32_t i = 0; i < n; i++) {
+  /* The stack starts at the faulting instruction: the frames above it are the handler's own
+   * (on_crash, backtrace, a sanitizer's interceptor of it, the signal trampoline). */
+  uint32_t first = 0;
+  for (uint32_t i = 0; c->pc && i < n; i++)
+    if (c->frames[i] == c->pc) {
+      first = i;
+      break;
+    }
+  for (uint32_t i = first; i < n; i++) {
     uint64_t pc = c->frames[i];
     /* A return address points after its call: look up the call itself (pc - 1); the
      * interrupted instruction is exact. */
@@ -195,7 +203,7 @@ int mdc_cli__crash_symbolize(const mdc_cli__crash *c, char *out, size_t cap) {
     int mapped = map_of(c, pc, path, sizeof path, &file_off) == 0;
     const char *mod = mapped ? (exe[0] && !strcmp(path, exe) ? base_name(exe) : base_name(path)) : "?";
     size_t before = len;
-    put(out, cap, &len, "#%u 0x%016llx ", i, (unsigned long long)pc);
+    put(out, cap, &len, "#%u 0x%016llx ", i - first, (unsigned long long)pc);
     int named = 0;
 #ifdef MDC_HAVE_LIBDW
     Dwfl_Module *m = dwfl ? dwfl_addrmodule(dwfl, at) : NULL;
@@ -235,7 +243,8 @@ int mdc_cli__crash_symbolize(const mdc_cli__crash *c, char *out, size_t cap) {
 /* Whether a frame's object is the harness's own (mdc, the C library, the loader, the unwinder),
  * not the driver's. */
 static int harness_object(const char *mod, const char *exe_base) {
-  static const char *const libs[] = {"libc.so", "libc-", "ld-linux", "ld64.so", "libgcc_s", "libpthread", NULL};
+  static const char *const libs[] = {"libc.so", "libc-",   "ld-linux", "ld64.so", "libgcc_s", "libpthread",
+                                     "libasan", "libubsan", "libtsan",  NULL};
   if (exe_base[0] && !strcmp(mod, exe_base)) return 1;
   for (int i = 0; libs[i]; i++)
     if (!strncmp(mod, libs[i], strlen(libs[i]))) return 1;
