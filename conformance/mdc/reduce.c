@@ -36,6 +36,9 @@ typedef struct ev {
   json_t *obj;                 /* the event (owned) */
   char **defs, **uses;         /* names it defines and uses (strings owned) */
   size_t n_defs, n_uses;
+  size_t *def_ids, *use_ids;   /* the same as indexes into trace.names (uses: only the strings
+                                  some event defines: the others are not names) */
+  size_t n_def_ids, n_use_ids;
 } ev;
 
 typedef struct unit {
@@ -50,6 +53,9 @@ typedef struct trace {
   size_t n_evs;
   unit *units;
   size_t n_units;
+  char **names;                /* every name some event defines, sorted (not owned) */
+  size_t n_names;
+  char *defined;               /* closure's scratch: defined[i] for names[i] */
 } trace;
 
 static int push_name(char ***v, size_t *n, const char *s) {
@@ -115,12 +121,14 @@ static void trace_free(trace *t) {
     json_decref(t->evs[i].obj);
     for (size_t k = 0; k < t->evs[i].n_defs; k++) free(t->evs[i].defs[k]);
     for (size_t k = 0; k < t->evs[i].n_uses; k++) free(t->evs[i].uses[k]);
-    free(t->evs[i].defs), free(t->evs[i].uses);
+    free(t->evs[i].defs), free(t->evs[i].uses), free(t->evs[i].def_ids), free(t->evs[i].use_ids);
   }
-  free(t->evs), free(t->units), free(t->header_comment);
+  free(t->evs), free(t->units), free(t->header_comment), free(t->names), free(t->defined);
   json_decref(t->header);
   memset(t, 0, sizeof *t);
 }
+
+static int index_names(trace *t);
 
 /* Reads path into *t: 0, or -1 with the reason in err. Comments and blank lines are dropped. */
 static int trace_read(const char *path, trace *t, char *err, size_t errlen) {
@@ -186,6 +194,10 @@ static int trace_read(const char *path, trace *t, char *err, size_t errlen) {
     snprintf(err, errlen, "%s: a concurrent block that never ends", path);
     goto out;
   }
+  if (index_names(t)) {
+    snprintf(err, errlen, "out of memory");
+    goto out;
+  }
   rc = 0;
 out:
   free(line);
@@ -195,11 +207,48 @@ out:
 
 /* ---- candidates ------------------------------------------------------------------------------ */
 
-/* Whether name is defined by some event of the trace (else a string that only looks like one). */
-static int defined_anywhere(const trace *t, const char *name) {
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The index of name in t->names, or (size_t)-1 when no event defines it. */
+static size_t name_id(const trace *t, const char *name) {
+  char *const *hit = t->n_names ? bsearch(&name, t->names, t->n_names, sizeof *t->names, cmp_str) : NULL;
+  return hit ? (size_t)(hit - t->names) : (size_t)-1;
+}
+
+/* Names as indexes, once: closure then runs in time linear in the uses, not quadratic in the
+ * events (a long recorded workload is thousands of candidates). 0, or -1 (out of memory). */
+static int index_names(trace *t) {
+  size_t total = 0;
+  for (size_t i = 0; i < t->n_evs; i++) total += t->evs[i].n_defs;
+  t->names = malloc((total ? total : 1) * sizeof *t->names);
+  if (!t->names) return -1;
   for (size_t i = 0; i < t->n_evs; i++)
-    for (size_t k = 0; k < t->evs[i].n_defs; k++)
-      if (!strcmp(t->evs[i].defs[k], name)) return 1;
+    for (size_t k = 0; k < t->evs[i].n_defs; k++) t->names[t->n_names++] = t->evs[i].defs[k];
+  qsort(t->names, t->n_names, sizeof *t->names, cmp_str);
+  size_t u = 0;
+  for (size_t i = 0; i < t->n_names; i++)
+    if (!u || strcmp(t->names[u - 1], t->names[i])) t->names[u++] = t->names[i];
+  t->n_names = u;
+  if (!(t->defined = calloc(u ? u : 1, 1))) return -1;
+  for (size_t i = 0; i < t->n_evs; i++) {
+    ev *e = &t->evs[i];
+    e->def_ids = malloc((e->n_defs ? e->n_defs : 1) * sizeof *e->def_ids);
+    e->use_ids = malloc((e->n_uses ? e->n_uses : 1) * sizeof *e->use_ids);
+    if (!e->def_ids || !e->use_ids) return -1;
+    for (size_t k = 0; k < e->n_defs; k++) e->def_ids[e->n_def_ids++] = name_id(t, e->defs[k]);
+    for (size_t k = 0; k < e->n_uses; k++) {
+      size_t id = name_id(t, e->uses[k]);
+      if (id != (size_t)-1) e->use_ids[e->n_use_ids++] = id;
+    }
+  }
+  return 0;
+}
+
+/* Whether unit u defines the name id itself (a concurrent block's lanes use what it makes). */
+static int unit_defines(const trace *t, size_t u, size_t id) {
+  for (size_t i = t->units[u].first; i <= t->units[u].last; i++)
+    for (size_t d = 0; d < t->evs[i].n_def_ids; d++)
+      if (t->evs[i].def_ids[d] == id) return 1;
   return 0;
 }
 
@@ -207,22 +256,18 @@ static int defined_anywhere(const trace *t, const char *name) {
  * earlier unit (or by itself, for a block). Returns how many units stay. */
 static size_t closure(const trace *t, const char *want, char *keep) {
   size_t n = 0;
+  memset(t->defined, 0, t->n_names ? t->n_names : 1);
   for (size_t u = 0; u < t->n_units; u++) {
     keep[u] = want[u];
     for (size_t i = t->units[u].first; keep[u] && i <= t->units[u].last; i++) {
       const ev *e = &t->evs[i];
-      for (size_t k = 0; keep[u] && k < e->n_uses; k++) {
-        if (!defined_anywhere(t, e->uses[k])) continue;
-        int ok = 0;
-        for (size_t v = 0; v <= u && !ok; v++) {
-          if (!keep[v]) continue;
-          for (size_t j = t->units[v].first; j <= t->units[v].last && !ok; j++)
-            for (size_t d = 0; d < t->evs[j].n_defs && !ok; d++) ok = !strcmp(t->evs[j].defs[d], e->uses[k]);
-        }
-        keep[u] = (char)ok;
-      }
+      for (size_t k = 0; keep[u] && k < e->n_use_ids; k++)
+        if (!t->defined[e->use_ids[k]] && !unit_defines(t, u, e->use_ids[k])) keep[u] = 0;
     }
-    n += keep[u] != 0;
+    if (!keep[u]) continue;
+    n++;
+    for (size_t i = t->units[u].first; i <= t->units[u].last; i++)
+      for (size_t d = 0; d < t->evs[i].n_def_ids; d++) t->defined[t->evs[i].def_ids[d]] = 1;
   }
   return n;
 }
