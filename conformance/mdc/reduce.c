@@ -29,34 +29,10 @@
 
 #include "mdc/store.h"
 #include "mdc_int.h"
+#include "reduce_int.h"
 
 /* ---- the trace as units -------------------------------------------------------------------- */
 
-typedef struct ev {
-  json_t *obj;                 /* the event (owned) */
-  char **defs, **uses;         /* names it defines and uses (strings owned) */
-  size_t n_defs, n_uses;
-  size_t *def_ids, *use_ids;   /* the same as indexes into trace.names (uses: only the strings
-                                  some event defines: the others are not names) */
-  size_t n_def_ids, n_use_ids;
-} ev;
-
-typedef struct unit {
-  size_t first, last;          /* events [first, last]: one event or a concurrent block */
-} unit;
-
-typedef struct trace {
-  const char *path;
-  json_t *header;
-  char *header_comment;        /* the comment lines written above the header */
-  ev *evs;
-  size_t n_evs;
-  unit *units;
-  size_t n_units;
-  char **names;                /* every name some event defines, sorted (not owned) */
-  size_t n_names;
-  char *defined;               /* closure's scratch: defined[i] for names[i] */
-} trace;
 
 static int push_name(char ***v, size_t *n, const char *s) {
   for (size_t i = 0; i < *n; i++)
@@ -272,10 +248,6 @@ static size_t closure(const trace *t, const char *want, char *keep) {
   return n;
 }
 
-typedef struct buf {
-  char *p;
-  size_t n, cap;
-} buf;
 
 static int buf_add(buf *b, const char *s, size_t len) {
   if (b->n + len + 1 > b->cap) {
@@ -301,7 +273,7 @@ static int buf_json(buf *b, json_t *o) {
 }
 
 /* The trace's text with the kept units (header first). 0, or -1 (out of memory). */
-static int render(const trace *t, const char *keep, const char *comment, buf *out) {
+int mdc_cli__rd_render(const trace *t, const char *keep, const char *comment, buf *out) {
   out->n = 0;
   if (buf_add(out, "", 0)) return -1;
   if (comment && buf_add(out, comment, strlen(comment))) return -1;
@@ -314,17 +286,6 @@ static int render(const trace *t, const char *keep, const char *comment, buf *ou
 
 /* ---- running a candidate ------------------------------------------------------------------- */
 
-typedef struct reducer {
-  const char *driver, *config, *who, *path;
-  const char *db, *run_ref;    /* --db, --run: where the reduced trace is recorded */
-  double timeout_s;
-  int replays, verbose, quiet;
-  int ref_check;               /* a candidate must also pass on the reference driver */
-  char want[1200];             /* the failure to keep (masked) */
-  mdc_status want_status;
-  unsigned long tests, kept;
-  double t0;
-} reducer;
 
 /* Digits masked: "expected 8 bytes, got 12" and "expected 4 bytes, got 6" are one failure. */
 static void masked(const char *s, char *out, size_t len) {
@@ -415,7 +376,7 @@ static mdc_status run_once(const reducer *z, const char *driver, const char *byt
 /* Whether the text fails the way being kept, in any of the replays, and (with the reference
  * check) passes on the reference driver: a candidate that the reference fails too is a broken
  * trace (a check whose values were zeroed, a call the trace no longer sets up), not the bug. */
-static int still_fails(reducer *z, const buf *b) {
+int mdc_cli__rd_still_fails(reducer *z, const buf *b) {
   z->tests++;
   int shown = 0;
   for (int i = 0; i < z->replays && !shown; i++) {
@@ -432,7 +393,7 @@ static int still_fails(reducer *z, const buf *b) {
   return run_once(z, NULL, b->p, b->n, &r, &ws) == MDC_S_PASS;
 }
 
-static void progress(reducer *z, const char *phase, size_t units, size_t of) {
+void mdc_cli__rd_progress(reducer *z, const char *phase, size_t units, size_t of) {
   if (z->quiet) return;
   fprintf(stderr, "%s: %-10s %zu of %zu units kept, %lu candidates tried, %.1f s\n", z->who, phase, units, of,
           z->tests, mdc_cli__now() - z->t0);
@@ -446,8 +407,8 @@ static int try_set(reducer *z, const trace *t, const char *want, char *cur, char
   size_t now = 0;
   for (size_t u = 0; u < t->n_units; u++) now += cur[u] != 0;
   if (n >= now) return 0;
-  if (render(t, tmp, NULL, b)) return 0;
-  if (!still_fails(z, b)) return 0;
+  if (mdc_cli__rd_render(t, tmp, NULL, b)) return 0;
+  if (!mdc_cli__rd_still_fails(z, b)) return 0;
   memcpy(cur, tmp, t->n_units);
   return 1;
 }
@@ -474,7 +435,7 @@ static void ddmin(reducer *z, const trace *t, char *cur, buf *b) {
     for (size_t u = 0; u < nu; u++) left += cur[u] != 0;
     if (reduced) {
       gran = gran > 2 ? gran - 1 : 2;
-      progress(z, "ddmin", left, nu);
+      mdc_cli__rd_progress(z, "ddmin", left, nu);
     } else if (gran >= m) {
       break;
     } else {
@@ -493,151 +454,6 @@ static void ddmin(reducer *z, const trace *t, char *cur, buf *b) {
   }
 out:
   free(want), free(tmp), free(idx);
-}
-
-/* ---- simplifications ----------------------------------------------------------------------- */
-
-/* Replaces *slot with repl when the trace still fails; else puts the old value back. */
-static int try_replace(reducer *z, const trace *t, const char *cur, json_t *parent, const char *key,
-                       size_t index, json_t *repl, buf *b) {
-  json_t *old = json_is_object(parent) ? json_object_get(parent, key) : json_array_get(parent, index);
-  if (!old || json_equal(old, repl)) {
-    json_decref(repl);
-    return 0;
-  }
-  json_incref(old);
-  if (json_is_object(parent)) json_object_set_new(parent, key, repl);
-  else json_array_set_new(parent, index, repl);
-  int ok = render(t, cur, NULL, b) == 0 && still_fails(z, b);
-  if (ok) {
-    json_decref(old);
-    return 1;
-  }
-  if (json_is_object(parent)) json_object_set_new(parent, key, old);
-  else json_array_set_new(parent, index, old);
-  return 0;
-}
-
-/* The sidecar blob named sha: blobs/<sha> beside the trace or in a parent folder's blobs/ (as
- * the engine finds it). Its bytes (malloc'd) and size, or NULL. */
-static unsigned char *sidecar_bytes(const char *trace_path, const char *sha, size_t *n) {
-  char dir[4096];
-  snprintf(dir, sizeof dir, "%s", trace_path);
-  for (;;) {
-    char *slash = strrchr(dir, '/');
-    if (slash) *slash = '\0';
-    else snprintf(dir, sizeof dir, ".");
-    char p[4200];
-    snprintf(p, sizeof p, "%s/blobs/%.64s", dir, sha);
-    FILE *f = fopen(p, "rbe");
-    if (f) {
-      unsigned char *b = NULL;
-      size_t cap = 0, len = 0, got;
-      do {
-        if (len == cap) {
-          unsigned char *nb = realloc(b, cap = cap ? cap * 2 : 65536);
-          if (!nb) break;
-          b = nb;
-        }
-        got = fread(b + len, 1, cap - len, f);
-        len += got;
-      } while (got > 0);
-      fclose(f);
-      *n = len;
-      return b;
-    }
-    if (!slash || !strcmp(dir, ".") || !dir[0]) return NULL;
-  }
-}
-
-/* The byte size of a payload object ({"f32": [...]}, {"random": {...}}, {"hex": ...},
- * {"sidecar": ...}), 0 when it is not one or is already zeros. */
-static size_t payload_bytes(const reducer *z, json_t *v) {
-  if (!json_is_object(v) || json_object_size(v) != 1) return 0;
-  json_t *x;
-  if ((x = json_object_get(v, "random"))) {
-    const char *type = json_string_value(json_object_get(x, "type"));
-    json_int_t count = json_integer_value(json_object_get(x, "count"));
-    return count > 0 ? (size_t)count * (type && !strcmp(type, "u8") ? 1 : 4) : 0;
-  }
-  if ((x = json_object_get(v, "f32")) || (x = json_object_get(v, "i32"))) return json_array_size(x) * 4;
-  if ((x = json_object_get(v, "u8"))) return json_array_size(x);
-  if ((x = json_object_get(v, "hex")) && json_is_string(x)) return json_string_length(x) / 2;
-  if ((x = json_object_get(v, "sidecar")) && json_is_string(x)) {
-    size_t n = 0;
-    free(sidecar_bytes(z->path, json_string_value(x), &n));
-    return n;
-  }
-  return 0;
-}
-
-/* Walks v: payloads to zeros of their size, literal handles to 0. */
-static void simplify_value(reducer *z, const trace *t, const char *cur, json_t *v, buf *b) {
-  if (json_is_array(v)) {
-    for (size_t i = 0; i < json_array_size(v); i++) simplify_value(z, t, cur, json_array_get(v, i), b);
-    return;
-  }
-  if (!json_is_object(v)) return;
-  const char *k;
-  json_t *x;
-  void *tmp;
-  json_object_foreach_safe(v, tmp, k, x) {
-    size_t bytes = payload_bytes(z, x);
-    if (bytes) {
-      json_t *zero = json_pack("{s:i,s:I}", "fill", 0, "bytes", (json_int_t)bytes);
-      if (zero) try_replace(z, t, cur, v, k, 0, zero, b);
-      continue;
-    }
-    if (!strcmp(k, "literal") && !(json_is_integer(x) && json_integer_value(x) == 0)) {
-      try_replace(z, t, cur, v, k, 0, json_integer(0), b);
-      continue;
-    }
-    simplify_value(z, t, cur, x, b);
-  }
-}
-
-/* The sidecars still there become inline hex, so the reduced trace needs no blobs/ folder
- * wherever it is written. */
-static void inline_sidecars(const reducer *z, json_t *v) {
-  if (json_is_array(v)) {
-    for (size_t i = 0; i < json_array_size(v); i++) inline_sidecars(z, json_array_get(v, i));
-    return;
-  }
-  if (!json_is_object(v)) return;
-  const char *k;
-  json_t *x;
-  json_object_foreach(v, k, x) {
-    json_t *sc = json_object_get(x, "sidecar");
-    if (json_is_object(x) && json_object_size(x) == 1 && json_is_string(sc)) {
-      size_t n = 0;
-      unsigned char *bytes = sidecar_bytes(z->path, json_string_value(sc), &n);
-      char *hex = bytes ? malloc(2 * n + 1) : NULL;
-      if (hex) {
-        for (size_t i = 0; i < n; i++) snprintf(hex + 2 * i, 3, "%02x", bytes[i]);
-        json_object_set_new(v, k, json_pack("{s:s}", "hex", hex));
-      }
-      free(hex), free(bytes);
-      continue;
-    }
-    inline_sidecars(z, x);
-  }
-}
-
-static void simplify(reducer *z, const trace *t, const char *cur, buf *b) {
-  for (size_t u = 0; u < t->n_units; u++) {
-    if (!cur[u]) continue;
-    json_t *first = t->evs[t->units[u].first].obj;
-    json_t *rep = json_object_get(first, "repeat");
-    if (json_is_integer(rep) && json_integer_value(rep) > 1) {
-      json_int_t r = json_integer_value(rep);
-      if (!try_replace(z, t, cur, first, "repeat", 0, json_integer(1), b))
-        while (r > 2 && try_replace(z, t, cur, first, "repeat", 0, json_integer(r / 2), b)) r /= 2;
-    }
-    for (size_t i = t->units[u].first; i <= t->units[u].last; i++) simplify_value(z, t, cur, t->evs[i].obj, b);
-  }
-  size_t n = 0;
-  for (size_t u = 0; u < t->n_units; u++) n += cur[u] != 0;
-  progress(z, "simplified", n, t->n_units);
 }
 
 /* ---- the command ------------------------------------------------------------------------------ */
@@ -672,7 +488,7 @@ static void usage(FILE *f) {
 
 /* The original's failure, checked: 0, or MDC_EXIT_USAGE with the reason on stderr. */
 static int judge_original(reducer *z, const trace *t, const char *keep, buf *b, int *shown) {
-  if (render(t, keep, NULL, b)) return MDC_EXIT_USAGE;
+  if (mdc_cli__rd_render(t, keep, NULL, b)) return MDC_EXIT_USAGE;
   mdc_result r;
   int ws;
   mdc_status st = MDC_S_PASS;
@@ -693,7 +509,7 @@ static int judge_original(reducer *z, const trace *t, const char *keep, buf *b, 
   if (z->ref_check) {
     mdc_result rr;
     int wr;
-    if (render(t, keep, NULL, b)) return MDC_EXIT_USAGE;
+    if (mdc_cli__rd_render(t, keep, NULL, b)) return MDC_EXIT_USAGE;
     if (run_once(z, NULL, b->p, b->n, &rr, &wr) != MDC_S_PASS) {
       if (!z->quiet)
         fprintf(stderr, "%s: %s: the reference driver does not pass it either: reducing without the "
@@ -704,7 +520,7 @@ static int judge_original(reducer *z, const trace *t, const char *keep, buf *b, 
   if (st == MDC_S_CRASH || st == MDC_S_TIMEOUT) {
     /* A driver that crashes or hangs on a trace with no events crashes on every run. */
     char *none = calloc(t->n_units ? t->n_units : 1, 1);
-    if (!none || render(t, none, NULL, b)) {
+    if (!none || mdc_cli__rd_render(t, none, NULL, b)) {
       free(none);
       return MDC_EXIT_USAGE;
     }
@@ -870,7 +686,7 @@ int mdc_cli__cmd_reduce(int argc, char **argv) {
               path, t.n_evs, t.n_units, safe, shown, z.replays);
     }
     ddmin(&z, &t, cur, &b);
-    simplify(&z, &t, cur, &b);
+    mdc_cli__rd_simplify(&z, &t, cur, &b);
     size_t after = 0;
     for (size_t u = 0; u < t.n_units; u++)
       for (size_t i = t.units[u].first; cur[u] && i <= t.units[u].last; i++) after++;
@@ -878,11 +694,11 @@ int mdc_cli__cmd_reduce(int argc, char **argv) {
                           ? strdup(json_string_value(json_object_get(t.header, "name"))) : NULL;
     mark_header(&t, t.n_evs, after);
     for (size_t u = 0; u < t.n_units; u++)
-      for (size_t i = t.units[u].first; cur[u] && i <= t.units[u].last; i++) inline_sidecars(&z, t.evs[i].obj);
+      for (size_t i = t.units[u].first; cur[u] && i <= t.units[u].last; i++) mdc_cli__rd_inline_sidecars(&z, t.evs[i].obj);
     char comment[1400];
     snprintf(comment, sizeof comment, "# mdc reduce: from %s, %zu events -> %zu, on %s (config %s); the failure: %.1000s\n",
              path, t.n_evs, after, z.driver ? z.driver : "(reference driver)", z.config, z.want);
-    if (render(&t, cur, comment, &b) || !still_fails(&z, &b)) {
+    if (mdc_cli__rd_render(&t, cur, comment, &b) || !mdc_cli__rd_still_fails(&z, &b)) {
       fprintf(stderr, "mdc reduce: the reduced trace no longer fails the same way (a flaky failure? try "
               "--replays N); nothing written\n");
       rc = MDC_EXIT_USAGE;
