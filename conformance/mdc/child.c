@@ -8,6 +8,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -134,6 +136,17 @@ int mdc_cli__child_step(mdc_cli__child *c, double now) {
     return 1;
   }
   return 0;
+}
+
+void mdc_cli__child_wait(mdc_cli__child *c) {
+  while (!mdc_cli__child_step(c, mdc_cli__now())) {
+    struct pollfd pf = {.fd = mdc_cli__child_poll_fd(c), .events = POLLIN};
+    double left = c->deadline - mdc_cli__now();
+    int ms = left <= 0 ? 0 : (int)ceil(left * 1000);
+    int cap = mdc_cli__child_poll_ms(c);
+    if (cap >= 0 && cap < ms) ms = cap;
+    poll(&pf, 1, ms);
+  }
 }
 
 size_t mdc_cli__child_end(mdc_cli__child *c, void *res, size_t len) {

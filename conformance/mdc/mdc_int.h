@@ -89,6 +89,9 @@ int mdc_cli__child_poll_fd(const mdc_cli__child *c);
 int mdc_cli__child_poll_ms(const mdc_cli__child *c);
 /* 1 when the case is over (the child exited, or the deadline passed: c->timed_out), else 0. */
 int mdc_cli__child_step(mdc_cli__child *c, double now);
+/* Waits (poll on the child's pidfd, no sleeping) until the child ends or its deadline passes:
+ * for a caller with one child at a time (the driver probe, mdc reduce's candidates). */
+void mdc_cli__child_wait(mdc_cli__child *c);
 /* Kills the child's process group, reaps the child, reads the page (line, op) and copies the
  * result it reported into res (at most len bytes); returns the result's length (0: none). */
 size_t mdc_cli__child_end(mdc_cli__child *c, void *res, size_t len);

@@ -56,7 +56,6 @@ static void usage(FILE *f) {
           "  --equivalent FILE   ids (or globs) judged equivalent, one a line with its reason (default\n"
           "                      %s/conformance/mutate/equivalent.txt)\n"
           "  --min-score P       exit 0 when the score is at least P percent (default: every mutant killed)\n"
-          "  --fuzz S            survivors also get S seconds of md_fuzz_replay's seeds with the state model\n"
           "  --db FILE, --no-db  the results store (default results/mdc.db): a run of kind mutate\n"
           "  --json              one JSON object on stdout\n"
           "  --markdown          the score, per-file table and survivors as Markdown on stdout (the\n"
@@ -76,12 +75,12 @@ static void usage(FILE *f) {
 
 static int parse_args(int argc, char **argv, mdc_mutate *m) {
   enum { O_CORPUS = 256, O_CONFIG, O_JOBS, O_TIMEOUT, O_SAMPLE, O_SEED, O_SINCE, O_ONLY, O_OPS, O_EQUIV, O_MIN,
-         O_FUZZ, O_DB, O_NODB, O_JSON, O_NOBUILD, O_DRIVER, O_SCHEMATA, O_SOURCE, O_BUILD, O_CFLAGS, O_HELP, O_QUIET, O_MARKDOWN };
+         O_DB, O_NODB, O_JSON, O_NOBUILD, O_DRIVER, O_SCHEMATA, O_SOURCE, O_BUILD, O_CFLAGS, O_HELP, O_QUIET, O_MARKDOWN };
   static const struct option opts[] = {
       {"corpus", 1, 0, O_CORPUS},   {"config", 1, 0, O_CONFIG},     {"jobs", 1, 0, O_JOBS},
       {"timeout", 1, 0, O_TIMEOUT}, {"sample", 1, 0, O_SAMPLE},     {"seed", 1, 0, O_SEED},
       {"since", 1, 0, O_SINCE},     {"only", 1, 0, O_ONLY},         {"ops", 1, 0, O_OPS},
-      {"equivalent", 1, 0, O_EQUIV}, {"min-score", 1, 0, O_MIN},    {"fuzz", 1, 0, O_FUZZ},
+      {"equivalent", 1, 0, O_EQUIV}, {"min-score", 1, 0, O_MIN},
       {"db", 1, 0, O_DB},           {"no-db", 0, 0, O_NODB},        {"json", 0, 0, O_JSON},
       {"no-build", 0, 0, O_NOBUILD}, {"driver", 1, 0, O_DRIVER},    {"schemata", 1, 0, O_SCHEMATA},
       {"source", 1, 0, O_SOURCE},   {"build", 1, 0, O_BUILD},       {"cflags", 1, 0, O_CFLAGS},
@@ -126,9 +125,6 @@ static int parse_args(int argc, char **argv, mdc_mutate *m) {
       case O_MIN:
         if (mdc_cli__parse_int(optarg, 0, 100, &v)) goto bad;
         m->min_score = (double)v;
-        break;
-      case O_FUZZ:
-        if (mdc_cli__parse_seconds(optarg, &m->fuzz_s)) goto bad;
         break;
       case O_DB: m->db = optarg; break;
       case O_NODB: m->no_db = 1; break;
@@ -415,7 +411,6 @@ int mdc_cli__cmd_mutate(int argc, char **argv) {
   sigaction(SIGTERM, &sa, NULL);
   m.stop = &stop_signal;
   rc = mdc_mutate__judge(&m);
-  if (rc < 0 && m.fuzz_s > 0) mdc_mutate__fuzz(&m);
   m.wall_s = mdc_cli__now() - t0;
   if (rc < 0) rc = mdc_mutate__finish(&m);
   mdc_mutate__free(&m);

@@ -44,7 +44,7 @@ typedef struct mdc_mutate {
   size_t n_only, sample;
   unsigned seed;
   int jobs, json, no_db, no_build, quiet, equivalent_given, markdown, corpus_given, config_given;
-  double timeout_s, min_score, fuzz_s;
+  double timeout_s, min_score;
   /* state */
   const char *root;          /* the sources' root: ids are relative to it */
   char work[4096], log[4200], driver_buf[8300], schemata_buf[4200];
@@ -67,8 +67,6 @@ void mdc_mutate__free(mdc_mutate *m);
 int mdc_mutate__since(mdc_mutate *m);
 /* The reference pass and every selected mutant judged. -1 when done; else an exit status. */
 int mdc_mutate__judge(mdc_mutate *m);
-/* Survivors against the fuzz target's seeds (--fuzz). */
-void mdc_mutate__fuzz(mdc_mutate *m);
 /* The score, output and the store. Returns the exit status. */
 int mdc_mutate__finish(mdc_mutate *m);
 

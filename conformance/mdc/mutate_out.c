@@ -64,11 +64,6 @@ int mdc_mutate__since(mdc_mutate *m) {
 
 /* ---- --fuzz S ----------------------------------------------------------------------------------- */
 
-void mdc_mutate__fuzz(mdc_mutate *m) {
-  /* Not wired yet: say so rather than pretend (docs/mutate.md, "Left to do"). */
-  if (!m->quiet) fprintf(stderr, "mdc mutate: --fuzz is not implemented yet; survivors are judged by the corpus only\n");
-}
-
 /* ---- the score ---------------------------------------------------------------------------------- */
 
 typedef struct tally {

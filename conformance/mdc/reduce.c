@@ -345,14 +345,7 @@ static mdc_status run_once(const reducer *z, const char *driver, const char *byt
     mdc_cli__child_report(&ch, &res, sizeof res);
     _exit(0);
   }
-  while (!mdc_cli__child_step(&ch, mdc_cli__now())) {
-    struct pollfd pf = {.fd = mdc_cli__child_poll_fd(&ch), .events = POLLIN};
-    double left = ch.deadline - mdc_cli__now();
-    int ms = left <= 0 ? 0 : (int)ceil(left * 1000);
-    int cap = mdc_cli__child_poll_ms(&ch);
-    if (cap >= 0 && cap < ms) ms = cap;
-    poll(&pf, 1, ms);
-  }
+  mdc_cli__child_wait(&ch);
   size_t got = mdc_cli__child_end(&ch, r, sizeof *r);
   *wait_status = ch.status;
   if (ch.timed_out) {

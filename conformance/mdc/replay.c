@@ -71,14 +71,7 @@ int mdc_cli__rp_probe(const char *driver, const char *config, double timeout_s, 
     mdc_cli__child_report(&ch, &r, sizeof r);
     _exit(0);
   }
-  while (!mdc_cli__child_step(&ch, mdc_cli__now())) {
-    struct pollfd pf = {.fd = mdc_cli__child_poll_fd(&ch), .events = POLLIN};
-    double left = ch.deadline - mdc_cli__now();
-    int ms = left <= 0 ? 0 : (int)ceil(left * 1000);
-    int cap = mdc_cli__child_poll_ms(&ch);
-    if (cap >= 0 && cap < ms) ms = cap;
-    poll(&pf, 1, ms);
-  }
+  mdc_cli__child_wait(&ch);
   size_t got = mdc_cli__child_end(&ch, m, sizeof *m);
   if (ch.timed_out) {
     snprintf(err, errlen, "loading the driver and opening a device took more than %g s", timeout_s);

@@ -65,7 +65,7 @@ Test(causes, three_causes_show_as_three_groups_in_every_output) {
   cr_assert_eq(jcount(json_array_get(g, 2)), 40);
   cr_assert_str_eq(jsig(json_array_get(g, 0)),
                    "Fail: prepare_model: expected NONE, got GENERAL_FAILURE; driver: \"prepare_model: ADD of # "
-                   "operands at 0x# is not implemented\"");
+                   "operands at 0x# is unsupported\"");
   cr_assert(strstr(jsig(json_array_get(g, 1)), "Fail: execute: expected NONE, got GENERAL_FAILURE; driver: \"execute: MUL on #"),
             "%s", jsig(json_array_get(g, 1)));
   cr_assert_str_eq(jsig(json_array_get(g, 2)), "Crash: SIGSEGV in causes_sub_kernel < causes_execute");

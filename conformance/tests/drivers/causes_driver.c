@@ -55,7 +55,7 @@ __attribute__((noinline, noclone)) void causes_sub_kernel(uint32_t n) {
 static md_status causes_prepare_model(md_device *d, md_handle client, const md_model *m, md_handle *prepared) {
   own = 0;
   if (m && m->n_operations && m->operations[0].type == MD_OP_ADD)
-    return refuse("prepare_model: ADD of %u operands at %p is not implemented", m->n_operands, (const void *)m);
+    return refuse("prepare_model: ADD of %u operands at %p is unsupported", m->n_operands, (const void *)m);
   md_status st = real->prepare_model(d, client, m, prepared);
   if (st == MD_NONE && m && m->n_operations && prepared)
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
