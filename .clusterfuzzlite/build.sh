@@ -14,6 +14,12 @@
 # ($ORIGIN): the reference driver they were linked with, the system libraries the runner image
 # lacks, and libmd_driver_mutants.so (every mutant of conformance/mutants/mutants.txt compiled
 # in: MDC_FUZZ_DRIVER=$OUT/libmd_driver_mutants.so MD_MUTANT=NAME points a fuzzer at one).
+# Tested (fuzz/tests/test_oss_fuzz_build.sh) with the base builder's environment for libFuzzer +
+# ASan, libFuzzer + UBSan, and AFL++ (afl-clang-fast, LIB_FUZZING_ENGINE=libAFLDriver.a) + ASan.
+# With FUZZING_ENGINE=afl the libraries are instrumented for AFL++, whose runtime refuses one
+# loaded by dlopen after its fork server started: a driver given with MDC_FUZZ_DRIVER (the
+# mutants driver) is preloaded too, LD_PRELOAD when the fuzzer runs alone, AFL_PRELOAD under
+# afl-fuzz; the reference driver, linked in, needs nothing.
 : "${OUT:?}" "${WORK:?}" "${CC:=clang}" "${CXX:=clang++}" "${CFLAGS:=}" "${CXXFLAGS:=}"
 : "${LIB_FUZZING_ENGINE:=-fsanitize=fuzzer}" "${SANITIZER:=address}" "${FUZZING_ENGINE:=libfuzzer}"
 

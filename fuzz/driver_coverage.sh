@@ -3,18 +3,19 @@
 # a driver"): the skeleton driver installed with mdc, built three ways against that install,
 #   plain         gcc, as a vendor builds it (no coverage instrumentation)
 #   instrumented  the documented command: -DCMAKE_C_COMPILER=afl-clang-fast -DMDC_FUZZ_ENGINE=afl
-#   gcov          gcc --coverage: the yardstick, never fuzzed
-# a campaign of the same length with the installed `mdc fuzz` on each of the first two, then each
-# campaign's queue replayed (installed md_fuzz_replay) through the gcov build: the driver's own
-# functions (and lines) the campaign reached. Prints one line per build and a JSON summary.
-#   driver_coverage.sh PREFIX WORK [SECONDS] [TARGET]
+#   gcov          the documented -DMDC_FUZZ_ENGINE=gcov (gcc --coverage): the yardstick, never fuzzed
+# and a campaign of the same length with the installed `mdc fuzz` on each of the first two, both
+# from the same single seed (the target's smallest; SEEDS=all: its whole seed corpus), each
+# measured by `mdc fuzz --driver-coverage` on the gcov build: the driver's own functions, lines
+# and branches its queue reaches. Prints one line per build and a JSON summary.
+#   driver_coverage.sh PREFIX WORK [SECONDS] [TARGET] [SEEDS]
 # PREFIX: an mdc installed with its fuzz targets (cmake --install build --prefix PREFIX, then
 # cmake --install build-fuzz --component fuzz --prefix PREFIX). Exit 0 when the instrumented
-# campaign counted more edges than the plain one (its driver's edges are in the map) and reached
-# at least as many of the driver's functions; 1 otherwise; 77 without afl-clang-fast or gcov.
+# campaign covered more of the driver's lines or branches than the plain one; 1 otherwise; 77
+# without afl-clang-fast or gcov.
 set -euo pipefail
-[ $# -ge 2 ] || { echo "usage: $0 PREFIX WORK [SECONDS] [TARGET]" >&2; exit 2; }
-P=$(readlink -f "$1") W=$2 SECS=${3:-60} TARGET=${4:-tokens}
+[ $# -ge 2 ] || { echo "usage: $0 PREFIX WORK [SECONDS] [TARGET] [one|all]" >&2; exit 2; }
+P=$(readlink -f "$1") W=$2 SECS=${3:-60} TARGET=${4:-tokens} SEEDS=${5:-one}
 fail() { echo "driver_coverage: $*" >&2; exit 1; }
 for tool in afl-clang-fast afl-fuzz gcov gcc; do
   command -v $tool > /dev/null || { echo "driver_coverage: SKIP: no $tool"; exit 77; }
@@ -34,44 +35,45 @@ build() {   # build NAME CMAKE-ARGS...
 }
 build plain -DCMAKE_C_COMPILER=gcc
 build instrumented -DCMAKE_C_COMPILER=afl-clang-fast -DMDC_FUZZ_ENGINE=afl
-build gcov -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS=--coverage -DCMAKE_SHARED_LINKER_FLAGS=--coverage
+build gcov -DCMAKE_C_COMPILER=gcc -DMDC_FUZZ_ENGINE=gcov
 
-# Functions and lines of the driver the inputs in queue dir $1 reach, measured on the gcov build.
-measure() {
-  find "$W/gcov" -name '*.gcda' -delete
-  find "$1" -maxdepth 1 -type f -name 'id:*' -print0 \
-    | xargs -0 -r -n 200 "$P/libexec/mdc/md_fuzz_replay" --quiet --allow-findings --target "$TARGET" --config backend=auto \
-        --driver "$W/gcov/libmd_driver_skeleton.so" > /dev/null 2>&1 || true
-  local gcda
-  gcda=$(find "$W/gcov" -name 'driver_skeleton.c.gcda' | head -1)
-  [ -n "$gcda" ] || { echo "0 0 0.00"; return; }
-  (cd "$(dirname "$gcda")" && gcov -n -f "$gcda" 2> /dev/null) | awk '
-    /^Function / { infn = 1; nfn++; next }
-    infn && /^Lines executed:/ { split($2, a, ":"); if (a[2] + 0 > 0) reached++; infn = 0; next }
-    /^File .*driver_skeleton.c/ { infile = 1; next }
-    infile && /^Lines executed:/ { split($2, a, ":"); lines = a[2]; infile = 0 }
-    END { printf "%d %d %s\n", reached, nfn, lines }'
-}
+# The campaigns' seeds: the target's smallest seed alone (feedback has everything left to find),
+# or all of them.
+ALL=$P/share/mdc/fuzz/seeds/$TARGET
+if [ "$SEEDS" = all ]; then
+  IN=$ALL
+else
+  IN=$W/seeds
+  mkdir -p "$IN"
+  cp "$(ls -S "$ALL"/* | tail -1)" "$IN/"
+fi
 
-declare -A EDGES EXECS FN TOTAL LINES
+declare -A EDGES EXECS QUEUE FN TOTAL LINES LTOTAL BR BTOTAL
 for b in plain instrumented; do
   so=$W/$b/libmd_driver_skeleton.so
   out=$("$P/bin/mdc" fuzz --target "$TARGET" --driver "$so" --config backend=auto --seconds "$SECS" --no-db --json --tmin 0 \
-        --triage-runs 1 --out "$W/campaign-$b" 2> "$W/campaign-$b.err") || [ $? -eq 1 ] \
-    || fail "the $b campaign failed: $(tail -5 "$W/campaign-$b.err")"
-  grep -h "instrumented\|warning" "$W/campaign-$b.err" | sed 's/^/  /' || true
+        --triage-runs 1 --seeds "$IN" --out "$W/campaign-$b" --driver-coverage "$W/gcov/libmd_driver_skeleton.so" \
+        2> "$W/campaign-$b.err") || [ $? -eq 1 ] || fail "the $b campaign failed: $(tail -5 "$W/campaign-$b.err")"
+  grep -h "is instrumented\|is not instrumented" "$W/campaign-$b.err" | sed 's/^/  /' || true
+  jq -e '.driver_coverage.lines_total > 0' <<< "$out" > /dev/null || fail "the $b campaign measured no driver coverage: $(jq -c .driver_coverage <<< "$out")"
   EDGES[$b]=$(jq -r .edges <<< "$out")
   EXECS[$b]=$(jq -r .execs <<< "$out")
-  read -r FN[$b] TOTAL[$b] LINES[$b] < <(measure "$W/campaign-$b/afl/main/queue")
-  echo "driver_coverage: $b ($(jq -r .driver_instrumented <<< "$out")): ${SECS} s of $TARGET, ${EXECS[$b]} execs," \
-       "${EDGES[$b]} edges; the driver's own coverage: ${FN[$b]} of ${TOTAL[$b]} functions reached, ${LINES[$b]} of its lines"
+  QUEUE[$b]=$(jq -r .driver_coverage.inputs_replayed <<< "$out")
+  read -r FN[$b] TOTAL[$b] LINES[$b] LTOTAL[$b] BR[$b] BTOTAL[$b] < <(jq -r '.driver_coverage |
+    "\(.functions_reached) \(.functions_total) \(.lines_covered) \(.lines_total) \(.branches_taken) \(.branches_total)"' <<< "$out")
+  echo "driver_coverage: $b ($(jq -r .driver_instrumented <<< "$out")): ${SECS} s of $TARGET from $(ls "$IN" | wc -l) seed(s)," \
+       "${EXECS[$b]} execs, ${EDGES[$b]} edges, ${QUEUE[$b]} queue inputs; the driver's own coverage: ${FN[$b]} of ${TOTAL[$b]} functions," \
+       "${LINES[$b]} of ${LTOTAL[$b]} lines, ${BR[$b]} of ${BTOTAL[$b]} branches"
 done
-jq -n --arg t "$TARGET" --argjson s "$SECS" \
+jq -n --arg t "$TARGET" --argjson s "$SECS" --argjson n "$(ls "$IN" | wc -l)" \
   --argjson pe "${EDGES[plain]}" --argjson ie "${EDGES[instrumented]}" \
+  --argjson px "${EXECS[plain]}" --argjson ix "${EXECS[instrumented]}" \
+  --argjson pq "${QUEUE[plain]}" --argjson iq "${QUEUE[instrumented]}" \
   --argjson pf "${FN[plain]}" --argjson inf "${FN[instrumented]}" --argjson tf "${TOTAL[plain]}" \
-  --arg pl "${LINES[plain]}" --arg il "${LINES[instrumented]}" \
-  '{target: $t, seconds: $s, functions_total: $tf,
-    plain: {edges: $pe, driver_functions: $pf, driver_lines: $pl},
-    instrumented: {edges: $ie, driver_functions: $inf, driver_lines: $il}}'
-[ "${EDGES[instrumented]}" -gt "${EDGES[plain]}" ] || fail "the instrumented driver's campaign counted no more edges"
-[ "${FN[instrumented]}" -ge "${FN[plain]}" ] || fail "the instrumented driver's campaign reached fewer of its functions"
+  --argjson pl "${LINES[plain]}" --argjson il "${LINES[instrumented]}" --argjson tl "${LTOTAL[plain]}" \
+  --argjson pb "${BR[plain]}" --argjson ib "${BR[instrumented]}" --argjson tb "${BTOTAL[plain]}" \
+  '{target: $t, seconds: $s, seeds: $n, functions_total: $tf, lines_total: $tl, branches_total: $tb,
+    plain: {execs: $px, edges: $pe, queue: $pq, functions_reached: $pf, lines_covered: $pl, branches_taken: $pb},
+    instrumented: {execs: $ix, edges: $ie, queue: $iq, functions_reached: $inf, lines_covered: $il, branches_taken: $ib}}'
+[ "${LINES[instrumented]}" -gt "${LINES[plain]}" ] || [ "${BR[instrumented]}" -gt "${BR[plain]}" ] \
+  || fail "the instrumented driver's campaign covered no more of the driver's lines or branches than the plain one"

@@ -2,7 +2,8 @@
  * instance and J-1 secondaries (one of them CMPLOG, one on the ASan build), each in a process
  * group of its own; their fuzzer_stats and plot_data ingested into the results store every few
  * seconds; at the end every crash and hang triaged (replayed for its reproduction rate, grouped
- * by signature, minimised with afl-tmin, written as a trace). `mdc fuzz export` writes a stored
+ * by signature, minimised with afl-tmin, written as a trace); with --driver-coverage, the queue
+ * replayed through a gcov build of the driver (fuzz_gcov.c). `mdc fuzz export` writes a stored
  * finding as a trace. Ctrl-C stops the instances cleanly, ingests and triages what they have;
  * the next run on the same folder resumes the campaign.
  * This file: the options and their checks, the run in the store, the steps in order, the
@@ -57,6 +58,10 @@ void mdc_cli__fuzz_usage(FILE *f) {
           "  --out DIR        campaign folder (default results/fuzz/T): afl/, triage/, logs\n"
           "  --fresh          start over: the folder's earlier campaign is removed, not resumed\n"
           "  --seeds DIR      the initial corpus (default: the target's seeds made from the trace corpus)\n"
+          "  --driver-coverage SO\n"
+          "                   after the campaign, replay its queue through SO, a gcc --coverage build of\n"
+          "                   the same driver, and report the driver's own functions, lines and branches\n"
+          "                   reached (gcov; docs/fuzzing.md \"The driver's own coverage\")\n"
           "  --asan           the main instance on the ASan+UBSan build (slower; default: the UBSan build)\n"
           "  --ceiling S      first measure the trivial harness for S seconds: the ratio to it\n"
           "  --triage-runs N  replays of each finding for its reproduction rate (default 5; 20 for concurrency)\n"
@@ -73,7 +78,8 @@ void mdc_cli__fuzz_usage(FILE *f) {
           "  --json           one JSON object on stdout\n"
           "  --quiet          no progress line and no summary\n\n"
           "exit status: 0 no finding, 1 findings, 2 bad usage or input (unknown target, no afl++, no\n"
-          "fuzz build, a driver that cannot be loaded), 3 results store error\n",
+          "fuzz build, a driver that cannot be loaded, a --driver-coverage build gcov cannot read),\n"
+          "3 results store error\n",
           mdc_cli__fuzz_build_default());
 }
 
@@ -122,6 +128,7 @@ static void print_json(mdc_cli__campaign *c, double dur, int interrupted) {
   if (c->mutant) json_object_set_new(j, "mutant", json_string(c->mutant));
   json_object_set_new(j, "strict", json_boolean(c->strict));
   json_object_set_new(j, "program_mutator", json_boolean(c->mutator));
+  json_object_set_new(j, "driver_coverage", mdc_cli__fuzz_gcov_json(c));
   char *s = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
   json_decref(j);
   if (s) puts(s);
@@ -143,6 +150,7 @@ static void summary(FILE *f, mdc_cli__campaign *c, double dur, int interrupted) 
   if (c->store && c->uuid[0] && !c->no_db)
     fprintf(f, "  results: %s (run %s), campaign folder %s\n", c->db, c->uuid, c->out);
   else fprintf(f, "  results: not stored (--no-db), campaign folder %s\n", c->out);
+  mdc_cli__fuzz_gcov_summary(f, c);
   fprintf(f, "  %zu finding%s\n", c->n_f, c->n_f == 1 ? "" : "s");
   for (size_t i = 0; i < c->n_f; i++) {
     mdc_cli__finding *x = &c->f[i];
@@ -283,7 +291,8 @@ static int parse_options(int argc, char **argv, mdc_cli__campaign *c, setup *s) 
       {"secondary", no_argument, 0, 'S'},     {"strict", no_argument, 0, 'x'},
       {"no-strict", no_argument, 0, 'X'},     {"until-finding", no_argument, 0, 'U'},
       {"no-mutator", no_argument, 0, 'P'},    {"help", no_argument, 0, 'h'},
-      {"no-db", no_argument, 0, 'n'},         {0, 0, 0, 0}};
+      {"no-db", no_argument, 0, 'n'},         {"driver-coverage", required_argument, 0, 'G'},
+      {0, 0, 0, 0}};
   memset(c, 0, sizeof *c);
   c->seconds = 60;
   c->jobs = 1;
@@ -307,6 +316,7 @@ static int parse_options(int argc, char **argv, mdc_cli__campaign *c, setup *s) 
       case 'c': c->config = optarg; break;
       case 'b': c->db = optarg; break;
       case 'n': c->no_db = 1; break;
+      case 'G': c->driver_cov = optarg; break;
       case 'o': s->out_opt = optarg; break;
       case 'F': c->fresh = 1; break;
       case 'A': c->asan_main = 1; break;
@@ -427,6 +437,7 @@ static int prepare_folder(mdc_cli__campaign *c, setup *s) {
     fprintf(stderr, "mdc fuzz: seeds '%s': %s\n", s->seeds, strerror(errno));
     return MDC_EXIT_USAGE;
   }
+  if (c->driver_cov && mdc_cli__fuzz_gcov_check(c)) return MDC_EXIT_USAGE;
   return GO_ON;
 }
 
@@ -545,6 +556,7 @@ int mdc_cli__cmd_fuzz(int argc, char **argv) {
             c.raw_crashes == 1 ? "" : "es", c.raw_hangs, c.raw_hangs == 1 ? "" : "s");
   mdc_cli__fuzz_stop_signal = 0;
   mdc_cli__fuzz_triage(&c);
+  if (c.driver_cov) mdc_cli__fuzz_gcov_measure(&c);
   rc = store_findings(&c, interrupted);
   mdc_store_close(c.store);
   if (c.json) {
@@ -554,6 +566,7 @@ int mdc_cli__cmd_fuzz(int argc, char **argv) {
     summary(stdout, &c, dur, interrupted);
   }
   free(c.f);
+  mdc_cli__fuzz_gcov_free(&c.gcov);
   mdc_cli__reap_all();
   return rc;
 }

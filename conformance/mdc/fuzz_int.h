@@ -7,10 +7,12 @@
  *   fuzz_triage.c : crashes and hangs replayed, grouped by signature, minimised, written as traces
  *   fuzz_export.c : `mdc fuzz export`: a stored finding written as a trace
  *   fuzz_instr.c  : whether a driver is instrumented for coverage (its ELF symbols)
+ *   fuzz_gcov.c   : --driver-coverage: the driver's own coverage, its queue replayed on a gcov build
  * Single-threaded: one campaign per process, its state in one mdc_cli__campaign. */
 #ifndef MDC_CLI_FUZZ_INT_H
 #define MDC_CLI_FUZZ_INT_H
 
+#include <jansson.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -47,6 +49,19 @@ typedef struct mdc_cli__finding {
   double first_s;           /* when an instance first saved one (AFL++'s "time:" in ms), -1: unknown */
 } mdc_cli__finding;
 
+/* --driver-coverage SO: the gcov build, where its counters go, and what was measured. */
+typedef struct mdc_cli__gcov {
+  char so[4096];            /* SO, its real path */
+  char dir[4200];           /* GCOV_PREFIX: <out>/driver-coverage */
+  char **gcda;              /* the counters files compiled into SO (absolute; .gcno beside each) */
+  size_t n_gcda;
+  int64_t inputs;           /* queue inputs replayed */
+  int failed_batches;       /* md_fuzz_replay runs that crashed or hung: their counters are lost */
+  int measured;             /* 1: the figures below are the campaign's */
+  int64_t fn_reached, fn_total, lines_covered, lines_total, br_taken, br_total;
+  char error[640];
+} mdc_cli__gcov;
+
 typedef struct mdc_cli__campaign {
   const char *target, *driver, *config, *mutant, *db, *fuzz_build, *seeds, *node;
   int secondary, strict, until_finding, mutator;
@@ -70,6 +85,8 @@ typedef struct mdc_cli__campaign {
   mdc_cli__finding *f;
   size_t n_f, cap_f;
   double ceiling_eps;
+  const char *driver_cov;   /* --driver-coverage SO, or NULL */
+  mdc_cli__gcov gcov;
 } mdc_cli__campaign;
 
 /* The target binaries of a campaign: the fuzz build's and its -asan and -cmplog builds'. */
@@ -148,6 +165,21 @@ void mdc_cli__fuzz_triage(mdc_cli__campaign *c);
  * or "sancov" (SanitizerCoverage: libFuzzer, -fsanitize-coverage) and the symbol or section that
  * showed it in mark; 0 when none is there; -1 when path is not a readable 64-bit ELF file. */
 int mdc_cli__fuzz_instrumentation(const char *path, char *kind, size_t kindlen, char *mark, size_t marklen);
+
+/* ---- fuzz_gcov.c --------------------------------------------------------------------------- */
+
+/* Before the campaign (c->out set): c->driver_cov is a readable ELF file built with --coverage
+ * (the .gcda paths in it, a .gcno beside each), gcov and md_fuzz_replay are there, and gcov reads
+ * the notes (the totals into c->gcov). 0, or -1 with a message on stderr (exit 2). */
+int mdc_cli__fuzz_gcov_check(mdc_cli__campaign *c);
+/* After it: the queue of this process's instances replayed through the gcov build (its counters
+ * under c->gcov.dir), then gcov: c->gcov.measured and its figures, or a message on stderr. */
+void mdc_cli__fuzz_gcov_measure(mdc_cli__campaign *c);
+/* The figures as JSON (null without --driver-coverage; {gcov_build, error} when not measured). */
+json_t *mdc_cli__fuzz_gcov_json(const mdc_cli__campaign *c);
+/* The summary's line (none without --driver-coverage). */
+void mdc_cli__fuzz_gcov_summary(FILE *f, const mdc_cli__campaign *c);
+void mdc_cli__fuzz_gcov_free(mdc_cli__gcov *g);
 
 /* ---- fuzz_export.c, fuzz_cmd.c -------------------------------------------------------------- */
 

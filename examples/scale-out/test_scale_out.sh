@@ -9,7 +9,9 @@
 # from the file), `mdc` first in PATH, the corpus and results folder pointed at WORK; then the
 # merge and report lines. Checked: every trace ran in exactly one shard, each with the verdict the
 # unsharded run gave it; merging again changes nothing; a JUnit file per shard, whose test cases
-# are the traces. Exit 0 when all hold, 1 with a message naming what did not.
+# are the traces. Also the ClusterFuzzLite CI examples of examples/ci/ (GitHub, GitLab): they parse
+# as YAML and run ClusterFuzzLite on the .clusterfuzzlite/ build that is there. Exit 0 when all
+# hold, 1 with a message naming what did not.
 set -euo pipefail
 if [ $# -lt 4 ]; then
   echo "usage: $0 MDC EXAMPLES_DIR WORK TRACES_DIR..." >&2
@@ -189,4 +191,33 @@ bad "JOB_COMPLETION_INDEX=4 MDC_SHARD_TOTAL=4" "JOB_COMPLETION_INDEX=4 is not in
 bad "JOB_COMPLETION_INDEX=1 MDC_SHARD_TOTAL=4" "auto/3 disagrees with MDC_SHARD_TOTAL=4" auto/3
 bad "JOB_COMPLETION_INDEX=x MDC_SHARD_TOTAL=4" "JOB_COMPLETION_INDEX='x' is not a number"
 echo "test_scale_out: --shard auto without a usable shard in the environment: usage errors naming it"
+
+# The ClusterFuzzLite examples beside these (examples/ci/, docs/fuzzing.md "OSS-Fuzz and
+# ClusterFuzzLite"): YAML (when python3 has its yaml module), and what they run is there: the
+# .clusterfuzzlite/ build they name, ClusterFuzzLite's actions or its GitLab entry point.
+CI=$EX/../ci ROOT=$EX/../..
+for f in Dockerfile build.sh project.yaml; do [ -s "$ROOT/.clusterfuzzlite/$f" ] || fail "no .clusterfuzzlite/$f"; done
+if python3 -c 'import yaml' 2> /dev/null; then
+  python3 - "$CI/cflite_pr.yml" "$CI/cflite_gitlab-ci.yml" <<'PY' || fail "the ClusterFuzzLite examples: see above"
+import sys, yaml
+gh, gl = (yaml.safe_load(open(p)) for p in sys.argv[1:])
+steps = [s.get("uses", "") for s in gh["jobs"]["PR"]["steps"]]
+assert any("clusterfuzzlite/actions/build_fuzzers" in u for u in steps), "cflite_pr.yml: no build_fuzzers step"
+assert any("clusterfuzzlite/actions/run_fuzzers" in u for u in steps), "cflite_pr.yml: no run_fuzzers step"
+assert gl["variables"]["CFL_PLATFORM"] == "gitlab" and gl["variables"]["LANGUAGE"] == "c", "gitlab: CFL_PLATFORM, LANGUAGE"
+base = gl[".clusterfuzzlite"]
+assert "clusterfuzzlite-run-fuzzers" in base["image"]["name"], "gitlab: not ClusterFuzzLite's image"
+assert any("cifuzz_combined_entrypoint.py" in line for line in base["script"]), "gitlab: no entry point"
+for job in ("clusterfuzzlite", "clusterfuzzlite-build", "clusterfuzzlite-batch"):
+    assert gl[job]["extends"] == ".clusterfuzzlite" and gl[job]["rules"], "gitlab: job " + job
+sans = gl["clusterfuzzlite"]["parallel"]["matrix"][0]["SANITIZER"]
+assert sorted(sans) == ["address", "undefined"], "gitlab: the merge request job's sanitizers: %s" % sans
+print("test_scale_out: ClusterFuzzLite examples: YAML, GitHub build_fuzzers/run_fuzzers, GitLab jobs",
+      ", ".join(k for k in gl if k.startswith("clusterfuzzlite")), "for", "/".join(sans))
+PY
+else
+  echo "test_scale_out: python3 has no yaml module: the ClusterFuzzLite examples checked by text only"
+fi
+grep -q "cifuzz_combined_entrypoint.py" "$CI/cflite_gitlab-ci.yml" && grep -q "\.clusterfuzzlite/" "$CI/cflite_gitlab-ci.yml" \
+  || fail "cflite_gitlab-ci.yml: no ClusterFuzzLite entry point or no .clusterfuzzlite/ named"
 echo "test_scale_out: ok"
