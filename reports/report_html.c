@@ -736,84 +736,6 @@ static int fuzz(rp_report *r, FILE *f) {
   return 0;
 }
 
-/* ---- mdc mutate (issue 25): a run of kind mutate, its score per file and its survivors ---- */
-
-typedef struct mu_file {
-  char *file;
-  uint32_t killed, survived, equivalent;
-} mu_file;
-
-typedef struct mu_ctx {
-  mu_file *v;
-  size_t n;
-  uint32_t killed, survived, equivalent;
-  FILE *f;          /* second pass: the survivors' rows */
-  uint32_t shown, cap;
-} mu_ctx;
-
-static int on_mutant_tally(void *ctx, const mdc_mutate_row *m) {
-  mu_ctx *c = ctx;
-  mu_file *x = c->n && !strcmp(c->v[c->n - 1].file, m->file) ? &c->v[c->n - 1] : NULL; /* rows come by file */
-  if (!x) {
-    mu_file *v = realloc(c->v, (c->n + 1) * sizeof *v);
-    if (!v) return -1;
-    c->v = v;
-    x = &v[c->n++];
-    memset(x, 0, sizeof *x);
-    if (!(x->file = strdup(m->file))) return -1;
-  }
-  if (!strcmp(m->status, "killed")) x->killed++, c->killed++;
-  else if (!strcmp(m->status, "survived")) x->survived++, c->survived++;
-  else if (!strcmp(m->status, "equivalent")) x->equivalent++, c->equivalent++;
-  return 0;
-}
-
-static int on_survivor(void *ctx, const mdc_mutate_row *m) {
-  mu_ctx *c = ctx;
-  if (strcmp(m->status, "survived") || c->shown >= c->cap) return 0;
-  c->shown++;
-  fprintf(c->f, "<tr><td class=\"mono\">");
-  esc(c->f, m->mutant);
-  where(c->f, m->file, m->line);
-  fprintf(c->f, "</td><td><pre>");
-  esc(c->f, m->diff);
-  fprintf(c->f, "</pre></td><td class=\"mono\">");
-  esc(c->f, m->reach ? m->reach : "(no trace reaches its function)");
-  fprintf(c->f, "</td></tr>\n");
-  return 0;
-}
-
-static double mu_score(uint32_t k, uint32_t s) { return k + s ? 100.0 * k / (k + s) : 100.0; }
-
-static int mutate_section(rp_report *r, FILE *f) {
-  if (!r->run.kind || strcmp(r->run.kind, "mutate")) return 0;
-  mu_ctx c = {.f = f, .cap = r->max_rows};
-  int rc = mdc_store_mutate_each(r->store, r->run.id, on_mutant_tally, &c);
-  if (rc == 0) {
-    fprintf(f, "<section id=\"mutate\">\n<h2>Generated mutants (mdc mutate)</h2>\n<p>Score <b>%.1f%%</b>: %u killed, "
-               "%u survived, %u equivalent (docs/mutate.md).</p>\n",
-            mu_score(c.killed, c.survived), c.killed, c.survived, c.equivalent);
-    fprintf(f, "<table class=\"sortable\"><thead><tr><th>file</th><th class=\"n\">killed</th><th class=\"n\">survived"
-               "</th><th class=\"n\">equivalent</th><th class=\"n\">score %%</th></tr></thead>\n<tbody>\n");
-    for (size_t i = 0; i < c.n; i++) {
-      fprintf(f, "<tr><td class=\"mono\">");
-      esc(f, c.v[i].file);
-      fprintf(f, "</td><td class=\"n\">%u</td><td class=\"n\">%u</td><td class=\"n\">%u</td><td class=\"n\">%.1f</td></tr>\n",
-              c.v[i].killed, c.v[i].survived, c.v[i].equivalent, mu_score(c.v[i].killed, c.v[i].survived));
-    }
-    fprintf(f, "</tbody></table>\n<h3>Survivors (%u)</h3>\n", c.survived);
-    fprintf(f, "<table class=\"cases\"><thead><tr><th>mutant</th><th>change</th><th>nearest trace</th></tr></thead>\n"
-               "<tbody>\n");
-    rc = mdc_store_mutate_each(r->store, r->run.id, on_survivor, &c);
-    fprintf(f, "</tbody>\n");
-    more_rows(f, c.survived, c.shown, 3);
-    fprintf(f, "</table>\n</section>\n");
-  }
-  for (size_t i = 0; i < c.n; i++) free(c.v[i].file);
-  free(c.v);
-  return rc;
-}
-
 /* Writes index.html to f, querying r->store; -1 with r->err on a store error. */
 int rp_write_html(rp_report *r, FILE *f) {
   if (mdc_store_fuzz_campaigns_each(r->store, 1, any_campaign, &r->has_fuzz) < 0) {
@@ -838,7 +760,7 @@ int rp_write_html(rp_report *r, FILE *f) {
   areas(r, f);
   baseline(r, f);
   flaky(r, f);
-  if (slowest(r, f) != 0 || failures(r, f) != 0 || history(r, f) != 0 || rp_write_mutants(r, f) != 0 || mutate_section(r, f) != 0 ||
+  if (slowest(r, f) != 0 || failures(r, f) != 0 || history(r, f) != 0 || rp_write_mutants(r, f) != 0 || rp_write_mutate(r, f) != 0 ||
       fuzz(r, f) != 0) {
     snprintf(r->err, sizeof r->err, "%s", mdc_store_error(r->store));
     return -1;

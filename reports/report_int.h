@@ -129,6 +129,8 @@ int rp_write_html(rp_report *r, FILE *f);
 #define RP_TEXT_CAP 600
 /* report_mutants.c: the page's mutant matrix section; 0 or -1. */
 int rp_write_mutants(rp_report *r, FILE *f);
+/* report_mutate.c: the page's section "Generated mutants" (a run of `mdc mutate`); 0 or -1. */
+int rp_write_mutate(rp_report *r, FILE *f);
 /* report_text.c: the PR summary; 0 or -1. */
 int rp_write_summary(rp_report *r, FILE *f);
 /* report_text.c: junit.xml, head before the pass (the totals are known from counts), one

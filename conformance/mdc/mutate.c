@@ -63,19 +63,32 @@ static void usage(FILE *f) {
           "  --no-build          use the schemata build as it is\n"
           "  --driver SO         the schemata driver (default: this build's md_driver_mutagen, built first)\n"
           "  --schemata DIR      its mutant lists (*.mutants; default this build's)\n"
+          "  --tests DIR         then the corpus's survivors against the unit tests of DIR, a build\n"
+          "                      configured with -DMD_MUTAGEN_TESTS=ON (target md_mutagen_tests; or its\n"
+          "                      list of test executables): a failing test kills, the score is split\n"
+          "  --fuzz S            then each survivor gets S seconds of the fuzz target whose seeds reach it\n"
+          "                      (AFL++, the state-model oracle), with it selected: a finding the\n"
+          "                      unmutated driver does not have kills it (needs `make fuzz-build`)\n"
+          "  --fuzz-build DIR    the fuzz build for --fuzz (default %s)\n"
+          "  --fuzz-out DIR      --fuzz's campaigns and the inputs that killed (default results/mutate-fuzz)\n"
+          "  --fuzz-seeds DIR    the seeds: DIR/tokens, DIR/shapes, DIR/concurrency (default the fuzz seeds\n"
+          "                      of this build)\n"
+          "  --tce               flag a survivor whose file compiles to the same object code with it as\n"
+          "                      without it likely equivalent (trivial compiler equivalence)\n"
           "  --source DIR --build CMD --driver PATH [--cflags FLAGS]\n"
           "                      any driver: copies DIR, rewrites every .c of the copy with its schemata,\n"
           "                      runs CMD (sh -c) in the copy, then judges PATH (relative to the copy)\n\n"
           "exit status: 0 every non-equivalent mutant killed (or the score reached --min-score), 1 not,\n"
           "2 bad usage or a build that failed, 3 results store error\n",
-          MDC_REPO_ROOT, MDC_REPO_ROOT);
+          MDC_REPO_ROOT, MDC_REPO_ROOT, mdc_cli__fuzz_build_default());
 }
 
 /* ---- options ------------------------------------------------------------------------------- */
 
 static int parse_args(int argc, char **argv, mdc_mutate *m) {
   enum { O_CORPUS = 256, O_CONFIG, O_JOBS, O_TIMEOUT, O_SAMPLE, O_SEED, O_SINCE, O_ONLY, O_OPS, O_EQUIV, O_MIN,
-         O_DB, O_NODB, O_JSON, O_NOBUILD, O_DRIVER, O_SCHEMATA, O_SOURCE, O_BUILD, O_CFLAGS, O_HELP, O_QUIET, O_MARKDOWN };
+         O_DB, O_NODB, O_JSON, O_NOBUILD, O_DRIVER, O_SCHEMATA, O_SOURCE, O_BUILD, O_CFLAGS, O_HELP, O_QUIET, O_MARKDOWN,
+         O_TESTS, O_FUZZ, O_FUZZ_BUILD, O_FUZZ_OUT, O_FUZZ_SEEDS, O_TCE };
   static const struct option opts[] = {
       {"corpus", 1, 0, O_CORPUS},   {"config", 1, 0, O_CONFIG},     {"jobs", 1, 0, O_JOBS},
       {"timeout", 1, 0, O_TIMEOUT}, {"sample", 1, 0, O_SAMPLE},     {"seed", 1, 0, O_SEED},
@@ -84,7 +97,9 @@ static int parse_args(int argc, char **argv, mdc_mutate *m) {
       {"db", 1, 0, O_DB},           {"no-db", 0, 0, O_NODB},        {"json", 0, 0, O_JSON},
       {"no-build", 0, 0, O_NOBUILD}, {"driver", 1, 0, O_DRIVER},    {"schemata", 1, 0, O_SCHEMATA},
       {"source", 1, 0, O_SOURCE},   {"build", 1, 0, O_BUILD},       {"cflags", 1, 0, O_CFLAGS},
-      {"help", 0, 0, O_HELP},       {"quiet", 0, 0, O_QUIET},       {"markdown", 0, 0, O_MARKDOWN}, {0, 0, 0, 0}};
+      {"help", 0, 0, O_HELP},       {"quiet", 0, 0, O_QUIET},       {"markdown", 0, 0, O_MARKDOWN},
+      {"tests", 1, 0, O_TESTS},     {"fuzz", 1, 0, O_FUZZ},         {"fuzz-build", 1, 0, O_FUZZ_BUILD},
+      {"fuzz-out", 1, 0, O_FUZZ_OUT}, {"fuzz-seeds", 1, 0, O_FUZZ_SEEDS}, {"tce", 0, 0, O_TCE}, {0, 0, 0, 0}};
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN), v;
   m->corpus = MDC_REPO_ROOT "/conformance/traces";
   m->config = "backend=sim";
@@ -130,6 +145,14 @@ static int parse_args(int argc, char **argv, mdc_mutate *m) {
       case O_NODB: m->no_db = 1; break;
       case O_JSON: m->json = 1; break;
       case O_MARKDOWN: m->markdown = 1; break;
+      case O_TESTS: m->tests = optarg; break;
+      case O_FUZZ:
+        if (mdc_cli__parse_seconds(optarg, &m->fuzz_s)) goto bad;
+        break;
+      case O_FUZZ_BUILD: m->fuzz_build = optarg; break;
+      case O_FUZZ_OUT: m->fuzz_out = optarg; break;
+      case O_FUZZ_SEEDS: m->fuzz_seeds = optarg; break;
+      case O_TCE: m->tce = 1; break;
       case O_QUIET: m->quiet = 1; break;
       case O_NOBUILD: m->no_build = 1; break;
       case O_DRIVER: m->driver = optarg; break;
@@ -401,7 +424,8 @@ int mdc_cli__cmd_mutate(int argc, char **argv) {
   int rc = parse_args(argc, argv, &m);
   if (rc >= 0) return rc;
   double t0 = mdc_cli__now();
-  if ((rc = build(&m)) >= 0 || (rc = load_mutants(&m)) >= 0) {
+  if ((rc = build(&m)) >= 0 || (rc = load_mutants(&m)) >= 0 || (rc = mdc_mutate__tests_check(&m)) >= 0 ||
+      (m.fuzz_s > 0 && (rc = mdc_mutate__fuzz_check(&m)) >= 0)) {
     mdc_mutate__free(&m);
     return rc;
   }
@@ -411,6 +435,9 @@ int mdc_cli__cmd_mutate(int argc, char **argv) {
   sigaction(SIGTERM, &sa, NULL);
   m.stop = &stop_signal;
   rc = mdc_mutate__judge(&m);
+  if (rc < 0) rc = mdc_mutate__tests(&m); /* the corpus's survivors against the unit tests */
+  if (rc < 0 && m.fuzz_s > 0) rc = mdc_mutate__fuzz(&m); /* then against the fuzz targets */
+  if (rc < 0 && m.tce) rc = mdc_mutate__tce(&m);         /* the rest: the same object code? */
   m.wall_s = mdc_cli__now() - t0;
   if (rc < 0) rc = mdc_mutate__finish(&m);
   mdc_mutate__free(&m);

@@ -132,6 +132,7 @@ static void diff_of(const mdc_mutant *u, char *buf, size_t n) {
  * already zero (glibc's initialisers are all-zero), a delay, and code behind a hand-written mutant's
  * MD_MUTANT() switch (constant 0 in the reference driver). */
 static const char *likely_equivalent(const mdc_mutant *u) {
+  if (u->tce == 1) return "the optimised object code is identical (TCE)"; /* --tce, mutate_tce.c */
   static const char *const msg_fns[] = {"*_str", "*_prefix", "*describe*", "*_name", "*_text", "*stats*", "*dump*",
                                         "*_log", "*report*"};
   for (size_t i = 0; i < sizeof msg_fns / sizeof *msg_fns; i++)
@@ -239,6 +240,7 @@ int mdc_mutate__finish(mdc_mutate *m) {
                           m->judge_s, "wall_s", m->wall_s, "cases_run", (json_int_t)m->cases_run);
     if (m->sampled) json_object_set_new(j, "sample", json_pack("{s:I,s:f,s:f}", "n", (json_int_t)m->sample, "ci95_low", lo, "ci95_high", hi));
     json_object_set_new(j, "run_uuid", uuid[0] && !store_rc ? json_string(uuid) : json_null());
+    mdc_mutate__split_json(m, j, fj); /* score_corpus, score_corpus_tests, who killed (mutate_split.c) */
     char *s = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(4));
     json_decref(j);
     if (s) puts(s);
@@ -256,6 +258,7 @@ int mdc_mutate__finish(mdc_mutate *m) {
     for (size_t i = 0; i < n_files; i++)
       printf("| `%s` | %u | %u | %u | %.0f %% |\n", files[i].key, files[i].killed, files[i].survived, files[i].equivalent,
              score(&files[i]));
+    mdc_mutate__split_markdown(m, stdout);
     int header = 0;
     for (size_t i = 0; i < m->n; i++) {
       mdc_mutant *u = &m->v[i];
@@ -272,10 +275,12 @@ int mdc_mutate__finish(mdc_mutate *m) {
     if (m->sampled) printf(" (sample of %zu; 95 %% interval %.1f-%.1f %%)", m->sample, lo, hi);
     printf("\n  build %.1f s, reference pass %.1f s, judging %.1f s (%zu cases), wall %.1f s\n", m->build_s, m->ref_s,
            m->judge_s, m->cases_run, m->wall_s);
+    mdc_mutate__split_text(m, stdout);
     printf("\n  %-40s %7s %8s %6s %7s\n", "file", "killed", "survived", "equiv", "score");
     for (size_t i = 0; i < n_files; i++)
       printf("  %-40s %7u %8u %6u %6.1f%%\n", files[i].key, files[i].killed, files[i].survived, files[i].equivalent,
              score(&files[i]));
+    mdc_mutate__split_files_text(m, stdout);
     int header = 0;
     for (size_t i = 0; i < m->n; i++) {
       mdc_mutant *u = &m->v[i];

@@ -341,3 +341,14 @@ Test(backend, close_releases_allocations_streams_and_events_still_live) {
   }
   /* Leak sanitizer (ASan build) checks that close frees them all. */
 }
+
+/* Internal contracts no client reaches through the ABI (the runtime always passes an out
+ * pointer): `mdc mutate --tests` found sim_sched.c:md__sim_stream_create:status_swap:1 alive. */
+Test(backend, stream_and_event_create_refuse_a_null_out) {
+  md_backend *d = simt_open(MIB, NULL, 0);
+  const md_backend_ops *ops = simt_get()->ops;
+  cr_expect_eq(ops->stream_create(d, NULL), MD_INVALID_ARGUMENT);
+  cr_expect_eq(ops->event_create(d, NULL), MD_INVALID_ARGUMENT);
+  md_stream *s = (md_stream *)0x1;
+  cr_expect_eq(ops->stream_create(NULL, &s), MD_INVALID_ARGUMENT, "not a sim device");
+}

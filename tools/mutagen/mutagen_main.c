@@ -222,6 +222,27 @@ static int run(char **argv) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* The compile command of a schemata, for `mdc mutate --tce` (which compiles it again with one
+ * mutant fixed): <out>.cmd, the working folder on the first line, then CC and each argument on
+ * a line of its own. Best effort: a command it cannot write only leaves --tce without it. */
+static void write_cmd(const char *out, char **cc, int ncc) {
+  char path[4700], cwd[4096];
+  snprintf(path, sizeof path, "%s.cmd", out);
+  char *data = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&data, &n);
+  if (!f || !getcwd(cwd, sizeof cwd)) {
+    if (f) fclose(f);
+    free(data);
+    return;
+  }
+  fprintf(f, "%s\n", cwd);
+  for (int k = 0; k < ncc; k++) fprintf(f, "%s\n", cc[k]);
+  fclose(f);
+  write_file(path, data ? data : "", n);
+  free(data);
+}
+
 /* The launcher: CC ARGS... with the source replaced by its schemata (and -w: a mutant may make
  * a comparison constant, which is no reason to stop the build; -iquote the source's folder, so
  * its own "..." includes resolve). A schemata that does not compile is reported, its mutants
@@ -279,6 +300,7 @@ static int cmd_cc(cli *c, int argc, char **argv, int i) {
     rc = run(cc);
   }
   write_list(list, &m);
+  write_cmd(out, cc, ncc);
   free(av);
   mdm_file_free(&m);
   return rc;

@@ -350,7 +350,7 @@ typedef struct mdc_mutate_row {
   const char *op;              /* required: the operator */
   const char *status;          /* required: killed, survived, equivalent, build_failed, skipped */
   const char *killed_by;       /* the trace, unit test or fuzz target that killed it */
-  const char *kill_kind;       /* Fail, Crash, Timeout, test, fuzz */
+  const char *kill_kind;       /* Fail, Crash, Timeout (a trace), Test (a unit test), fuzz */
   int64_t traces_run;          /* < 0: NULL */
   double duration_s;           /* < 0: NULL */
   const char *diff;            /* the line before and after */

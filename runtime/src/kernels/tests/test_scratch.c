@@ -67,3 +67,13 @@ Test(scratch, release_frees_and_allows_reuse) {
     md__kctx_release(&c); /* LeakSanitizer checks that every block went */
   }
 }
+
+/* Release gives the whole limit back, not all but what was used (registry.c:md__kctx_release). */
+Test(scratch, release_gives_back_the_whole_limit) {
+  md_kernel_ctx c;
+  md__kctx_init(&c, 256);
+  cr_assert_not_null(md_kernel_scratch(&c, 256));
+  md__kctx_release(&c);
+  cr_expect_not_null(md_kernel_scratch(&c, 256), "after release the limit is free again");
+  md__kctx_release(&c);
+}
