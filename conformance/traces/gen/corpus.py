@@ -87,15 +87,29 @@ def coverage_problems(traces, hand):
     return problems
 
 
+def write_file(path, text):
+    """Writes text to path only when it differs, through a temporary file renamed over it: a replay
+    or `mdc mutate` reading the corpus meanwhile sees the old trace or the new one, never half of
+    one (a trace rewritten in place during a mutate run once gave false kills)."""
+    try:
+        with open(path) as f:
+            if f.read() == text:
+                return
+    except FileNotFoundError:
+        pass
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
 def write_tree(out_root, traces, readme_text):
     for t in traces:
         d = os.path.join(out_root, t.area)
         os.makedirs(d, exist_ok=True)
-        with open(os.path.join(d, t.what + ".jsonl"), "w") as f:
-            f.write(t.render())
+        write_file(os.path.join(d, t.what + ".jsonl"), t.render())
     if readme_text is not None:
-        with open(os.path.join(out_root, "README.md"), "w") as f:
-            f.write(readme_text)
+        write_file(os.path.join(out_root, "README.md"), readme_text)
 
 
 def committed_gen(root):

@@ -25,6 +25,11 @@ def bshape(a, b):
     r = max(len(a), len(b)); a = [1] * (r - len(a)) + a; b = [1] * (r - len(b)) + b
     return [max(x, y) for x, y in zip(a, b)]
 
+def write_trace(path, ev):  # only when changed, renamed into place: a reader never sees half a trace
+    text = "".join(json.dumps(e) + "\n" for e in ev)
+    if os.path.exists(path) and open(path).read() == text: return
+    with open(path + ".tmp", "w") as f: f.write(text)
+    os.replace(path + ".tmp", path)
 def tensor(dims, life): return {"type": "TENSOR_FLOAT32", "dims": dims, "lifetime": life}
 def header(name, desc, rules, must_pass=True):
     return {"mdc_trace": "1.0", "name": "numerics/" + name, "description": desc, "rules": rules,
@@ -47,8 +52,7 @@ def run(name, desc, rules, model, inputs, out_dims, expected, must_pass=True, ch
     c = {"op": "check", "memory": "out", "offset": 0, "type": "f32", "values": {"f32": [num(x) for x in expected]}}
     if check: c.update(check)
     ev.append(c)
-    with open(os.path.join(OUT, name + ".jsonl"), "w") as f:
-        for e in ev: f.write(json.dumps(e) + "\n")
+    write_trace(os.path.join(OUT, name + ".jsonl"), ev)
 
 def binary(name, op, da, a, db, b, act, desc):
     fn = {"ADD": lambda x, y: x + y, "SUB": lambda x, y: x - y, "MUL": lambda x, y: x * y}[op]
@@ -158,5 +162,4 @@ ev = [header("relu_nan_passes_through", "RELU of NaN: the reference driver keeps
       {"op": "request", "as": "r", "inputs": [{"pool": 0, "length": 8}], "outputs": [{"pool": 1, "length": 8}], "pools": [{"memory": "x"}, {"memory": "o"}]},
       {"op": "execute", "prepared": "p", "request": "r"},
       {"op": "check", "memory": "o", "offset": 0, "type": "f32", "values": {"hex": nan + "00000000"}}]
-with open(os.path.join(OUT, "relu_nan_passes_through.jsonl"), "w") as f:
-    for e in ev: f.write(json.dumps(e) + "\n")
+write_trace(os.path.join(OUT, "relu_nan_passes_through.jsonl"), ev)
