@@ -1,6 +1,6 @@
 /* mutate_tce.c - `mdc mutate --tce`: trivial compiler equivalence for the survivors. Each
  * survivor's file is compiled twice from its schemata text, with the same command the schemata
- * build used: once with MDM__(k) the constant 0 (no mutant), once with it (k == the survivor's
+ * build used (less its sanitizer flags, at -O2 whatever the build type): once with MDM__(k) the constant 0 (no mutant), once with it (k == the survivor's
  * index), so the compiler folds every site away and keeps only the mutant's. When the two
  * objects' code (.text*, .rodata*, .data*, .bss* sizes, .init_array: their bytes, their
  * relocations by symbol name, their function and object symbols) is the same, the optimiser
@@ -131,8 +131,9 @@ static char **compile_argv(const cmdline *c, const char *src, const char *obj) {
     if (!strcmp(a, "-o") || !strcmp(a, "-MF") || !strcmp(a, "-MT") || !strcmp(a, "-MQ")) {
       if (!strcmp(a, "-o")) av[n++] = (char *)"-o", av[n++] = (char *)obj;
       k++;
-    } else if (!strcmp(a, "-MD") || !strcmp(a, "-MMD")) {
-      continue;
+    } else if (!strcmp(a, "-MD") || !strcmp(a, "-MMD") || !strncmp(a, "-fsanitize", 10) ||
+               !strncmp(a, "-fno-sanitize", 13)) {
+      continue;   /* no dependency files; the code judged without a sanitizer's instrumentation */
     } else if (k > 0 && l > 2 && !strcmp(a + l - 2, ".c")) {
       char tmp[4096];
       snprintf(tmp, sizeof tmp, "%s", a);
@@ -146,6 +147,8 @@ static char **compile_argv(const cmdline *c, const char *src, const char *obj) {
   av[n++] = (char *)"-iquote";
   av[n++] = strdup(srcdir);
   av[n++] = (char *)"-w";
+  av[n++] = (char *)"-O2";   /* optimised whatever the build type (the last -O wins): a Debug build's
+                              * -O0 keeps every dead store, and TCE asks what the optimiser leaves */
   av[n] = NULL;
   return av;
 }
@@ -293,8 +296,9 @@ static int job_start(const char *tmp, size_t n, tce_job *j) {
     execvp(av[0], av);
     _exit(127);
   }
-  for (int k = 0; av[k]; k++)
-    if (k > 0 && !strcmp(av[k - 1], "-iquote")) free(av[k]);
+  int na = 0;
+  while (av[na]) na++;
+  free(av[na - 3]);   /* compile_argv's own strdup: the folder after its last -iquote (before -w -O2) */
   free(av);
   return j->pid > 0 ? 0 : -1;
 }
