@@ -122,6 +122,21 @@ int mdc_cli__child_poll_fd(const mdc_cli__child *c) { return c->pidfd; }
 
 int mdc_cli__child_poll_ms(const mdc_cli__child *c) { return c->pidfd >= 0 ? -1 : 100; }
 
+void mdc_cli__child_wait_any(mdc_cli__child *const *live, int n) {
+  struct pollfd pf[1024];
+  int k = 0, ms = 1000;
+  double now = mdc_cli__now();
+  for (int i = 0; i < n && k < 1024; i++) {
+    int fd = mdc_cli__child_poll_fd(live[i]);
+    if (fd >= 0) pf[k++] = (struct pollfd){.fd = fd, .events = POLLIN};
+    int left = (int)ceil((live[i]->deadline - now) * 1000);
+    if (left < ms) ms = left < 0 ? 0 : left;
+    int cap = mdc_cli__child_poll_ms(live[i]);
+    if (cap >= 0 && cap < ms) ms = cap;
+  }
+  (void)poll(pf, (nfds_t)k, ms);   /* EINTR: the caller looks at its children again */
+}
+
 int mdc_cli__child_step(mdc_cli__child *c, double now) {
   if (!c->reaped) {
     int st;

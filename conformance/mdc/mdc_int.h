@@ -92,6 +92,9 @@ int mdc_cli__child_step(mdc_cli__child *c, double now);
 /* Waits (poll on the child's pidfd, no sleeping) until the child ends or its deadline passes:
  * for a caller with one child at a time (the driver probe, mdc reduce's candidates). */
 void mdc_cli__child_wait(mdc_cli__child *c);
+/* Waits (poll, no sleeping) until one of the n children may have ended: a pidfd readable, or the
+ * nearest deadline passed; at most a second. For callers that keep several children running. */
+void mdc_cli__child_wait_any(mdc_cli__child *const *live, int n);
 /* Kills the child's process group, reaps the child, reads the page (line, op) and copies the
  * result it reported into res (at most len bytes); returns the result's length (0: none). */
 size_t mdc_cli__child_end(mdc_cli__child *c, void *res, size_t len);

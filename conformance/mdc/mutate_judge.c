@@ -104,19 +104,11 @@ static mdc_status finish(slot *s) {
 
 /* Waits until a running child may have ended (its pidfd, or the nearest deadline). */
 static void wait_some(slot *slots, int n) {
-  struct pollfd pf[1024];
-  int k = 0, ms = 1000;
-  double now = mdc_cli__now();
-  for (int i = 0; i < n; i++) {
-    if (!slots[i].used) continue;
-    int fd = mdc_cli__child_poll_fd(&slots[i].ch);
-    if (fd >= 0) pf[k++] = (struct pollfd){.fd = fd, .events = POLLIN};
-    int left = (int)ceil((slots[i].ch.deadline - now) * 1000);
-    if (left < ms) ms = left < 0 ? 0 : left;
-    int cap = mdc_cli__child_poll_ms(&slots[i].ch);
-    if (cap >= 0 && cap < ms) ms = cap;
-  }
-  if (poll(pf, (nfds_t)k, ms) < 0 && errno != EINTR) ms = 0;
+  mdc_cli__child *live[1024];
+  int k = 0;
+  for (int i = 0; i < n && k < 1024; i++)
+    if (slots[i].used) live[k++] = &slots[i].ch;
+  mdc_cli__child_wait_any(live, k);
 }
 
 /* ---- the reference pass ---------------------------------------------------------------------- */
