@@ -266,6 +266,12 @@ static int build(mdc_mutate *m) {
     m->root = m->source;
   } else {
     m->root = MDC_REPO_ROOT;
+    if (mdc_cli__installed() && !m->driver && access(MDC_BUILD_DIR "/CMakeCache.txt", R_OK) != 0) {
+      fprintf(stderr, "mdc mutate: judging the reference driver needs the build tree this mdc came from "
+                      "(%s), which is not here; for a driver of your own, from an install: "
+                      "--source DIR --build CMD --driver PATH (docs/mutate.md)\n", MDC_BUILD_DIR);
+      return MDC_EXIT_USAGE;
+    }
     if (!m->schemata) m->schemata = MDC_MUTAGEN_SCHEMATA;
     if (!m->driver && !m->no_build) {
       snprintf(m->log, sizeof m->log, "%s/mutate-build.log", MDC_BUILD_DIR);
@@ -424,8 +430,9 @@ int mdc_cli__cmd_mutate(int argc, char **argv) {
   int rc = parse_args(argc, argv, &m);
   if (rc >= 0) return rc;
   double t0 = mdc_cli__now();
-  if ((rc = build(&m)) >= 0 || (rc = load_mutants(&m)) >= 0 || (rc = mdc_mutate__tests_check(&m)) >= 0 ||
-      (m.fuzz_s > 0 && (rc = mdc_mutate__fuzz_check(&m)) >= 0)) {
+  /* The cheap checks of --tests and --fuzz first: a wrong folder is said before a build of minutes. */
+  if ((rc = mdc_mutate__tests_check(&m)) >= 0 || (m.fuzz_s > 0 && (rc = mdc_mutate__fuzz_check(&m)) >= 0) ||
+      (rc = build(&m)) >= 0 || (rc = load_mutants(&m)) >= 0) {
     mdc_mutate__free(&m);
     return rc;
   }
