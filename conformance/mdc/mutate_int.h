@@ -71,6 +71,7 @@ typedef struct mdc_mutate {
   const char *tests;
   size_t units, units_pass, units_run, units_killed;
   double units_ref_s, units_s;
+  struct mdc_mutate_ix *ix;  /* the mutants by id, for reach logs (mdc_mutate__read_reach) */
 } mdc_mutate;
 
 void mdc_mutate__add(mdc_mutate *m, const char *id, const char *file, const char *fn, uint32_t line, const char *op,
@@ -78,6 +79,11 @@ void mdc_mutate__add(mdc_mutate *m, const char *id, const char *file, const char
 void mdc_mutate__free(mdc_mutate *m);
 /* Keeps selected only the mutants on lines `git diff REV` changed. 0 or -1 (message printed). */
 int mdc_mutate__since(mdc_mutate *m);
+/* Reads the reach log at path (one mutant id a line, MD_MUTAGEN_REACH) and removes it: who is
+ * appended to reached[mi] of every mutant of this run it names. Returns the lines read; *matched
+ * (may be NULL) grows by those that named a mutant. */
+size_t mdc_mutate__read_reach(mdc_mutate *m, const char *path, uint32_t who, uint32_t **reached, uint32_t *n_reached,
+                              size_t *matched);
 /* The reference pass and every selected mutant judged. -1 when done; else an exit status. */
 int mdc_mutate__judge(mdc_mutate *m);
 /* --tests: every corpus survivor against the unit tests that reach it (mutate_tests.c); a kill is

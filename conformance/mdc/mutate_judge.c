@@ -42,6 +42,7 @@ void mdc_mutate__free(mdc_mutate *m) {
   for (size_t i = 0; i < m->n_t; i++) free(m->t[i].path);
   free(m->t);
   free(m->order);
+  free(m->ix);
   memset(m, 0, sizeof *m);
 }
 
@@ -113,12 +114,42 @@ static void wait_some(slot *slots, int n) {
 
 /* ---- the reference pass ---------------------------------------------------------------------- */
 
-typedef struct id_ix {
+struct mdc_mutate_ix {
   const char *id;
   size_t mi;
-} id_ix;
+};
 
-static int by_id(const void *a, const void *b) { return strcmp(((const id_ix *)a)->id, ((const id_ix *)b)->id); }
+static int by_id(const void *a, const void *b) {
+  return strcmp(((const struct mdc_mutate_ix *)a)->id, ((const struct mdc_mutate_ix *)b)->id);
+}
+
+size_t mdc_mutate__read_reach(mdc_mutate *m, const char *path, uint32_t who, uint32_t **reached, uint32_t *n_reached,
+                              size_t *matched) {
+  if (!m->ix) {   /* the ids sorted once (m->v is sorted by file and line) */
+    m->ix = malloc((m->n ? m->n : 1) * sizeof *m->ix);
+    if (!m->ix) abort();
+    for (size_t i = 0; i < m->n; i++) m->ix[i] = (struct mdc_mutate_ix){m->v[i].id, i};
+    qsort(m->ix, m->n, sizeof *m->ix, by_id);
+  }
+  size_t lines = 0, hits = 0;
+  char line[400];
+  FILE *f = fopen(path, "r");
+  while (f && fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = 0;
+    lines++;
+    struct mdc_mutate_ix key = {line, 0}, *hit = bsearch(&key, m->ix, m->n, sizeof *m->ix, by_id);
+    if (!hit) continue;
+    hits++;
+    uint32_t *r = realloc(reached[hit->mi], (n_reached[hit->mi] + 1) * sizeof *r);
+    if (!r) abort();
+    reached[hit->mi] = r;
+    r[n_reached[hit->mi]++] = who;
+  }
+  if (f) fclose(f);
+  unlink(path);
+  if (matched) *matched += hits;
+  return lines;
+}
 
 static int kills_of(void *ctx, const char *name, uint32_t n) {
   mdc_mutate *m = ctx;
@@ -160,13 +191,9 @@ static int reference(mdc_mutate *m) {
     mdc_store_mutate_kill_counts(st, kills_of, m);
     mdc_store_close(st);
   }
-  id_ix *ix = malloc((m->n ? m->n : 1) * sizeof *ix);
-  for (size_t i = 0; i < m->n; i++) ix[i] = (id_ix){m->v[i].id, i};
-  qsort(ix, m->n, sizeof *ix, by_id);
   char dir[] = "/tmp/mdc-mutate-reach-XXXXXX";
   if (!mkdtemp(dir)) {
     fprintf(stderr, "mdc mutate: mkdtemp: %s\n", strerror(errno));
-    free(ix);
     return MDC_EXIT_USAGE;
   }
   /* reached[mi]: the traces that reach mutant mi (grown as the logs are read). */
@@ -196,20 +223,9 @@ static int reference(mdc_mutate *m) {
       t->pass = s == MDC_S_PASS;
       n_pass += t->pass;
       done++;
-      char reach[4200], line[400];
+      char reach[4200];
       snprintf(reach, sizeof reach, "%s/%u", dir, ti);
-      FILE *f = fopen(reach, "r");
-      while (f && fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\n")] = 0;
-        id_ix key = {line, 0}, *hit = bsearch(&key, ix, m->n, sizeof *ix, by_id);
-        if (!hit) continue;
-        uint32_t *r = realloc(reached[hit->mi], (n_reached[hit->mi] + 1) * sizeof *r);
-        if (!r) abort();
-        reached[hit->mi] = r;
-        r[n_reached[hit->mi]++] = ti;
-      }
-      if (f) fclose(f);
-      unlink(reach);
+      mdc_mutate__read_reach(m, reach, ti, reached, n_reached, NULL);
       if (!m->quiet && isatty(STDERR_FILENO))
         fprintf(stderr, "\rmdc mutate: reference pass %zu/%zu\033[K", done, m->n_t);
     }
@@ -259,7 +275,6 @@ static int reference(mdc_mutate *m) {
   free(rank);
   free(reached);
   free(n_reached);
-  free(ix);
   if (n_pass == 0) {
     fprintf(stderr, "mdc mutate: no trace passes on the schemata build of %s with no mutant selected\n", m->driver);
     return MDC_EXIT_USAGE;

@@ -51,13 +51,19 @@ static const char *killer_of(const mdc_mutate *m, const mdc_mutant *u, char *buf
   return buf;
 }
 
+/* "corpus alone X % (n), corpus + unit tests Y % (+n)[, + fuzz Z % (+n)]", the figures between em. */
+static void by_who(FILE *f, const split *all, const char *em) {
+  uint32_t c = all->by[BY_CORPUS], t = all->by[BY_TEST], z = all->by[BY_FUZZ];
+  fprintf(f, "corpus alone %s%.1f %%%s (%u), corpus + unit tests %s%.1f %%%s (+%u)", em, pct(c, all), em, c, em,
+          pct(c + t, all), em, t);
+  if (z) fprintf(f, ", + fuzz %s%.1f %%%s (+%u)", em, pct(c + t + z, all), em, z);
+}
+
 void mdc_mutate__split_text(const mdc_mutate *m, FILE *f) {
   split all = count(m, NULL);
   if (!shown(m, &all)) return;
-  uint32_t c = all.by[BY_CORPUS], t = all.by[BY_TEST], z = all.by[BY_FUZZ];
-  fprintf(f, "  by who killed: corpus alone %.1f %% (%u), corpus + unit tests %.1f %% (+%u)", pct(c, &all), c,
-          pct(c + t, &all), t);
-  if (z) fprintf(f, ", + fuzz %.1f %% (+%u)", pct(c + t + z, &all), z);
+  fprintf(f, "  by who killed: ");
+  by_who(f, &all, "");
   fprintf(f, "\n");
   if (m->tests)
     fprintf(f, "  unit tests: %zu (%zu pass with no mutant), reference pass %.1f s, judging %.1f s (%zu runs), %zu "
@@ -127,10 +133,8 @@ void mdc_mutate__split_json(const mdc_mutate *m, json_t *j, json_t *files) {
 void mdc_mutate__split_markdown(const mdc_mutate *m, FILE *f) {
   split all = count(m, NULL);
   if (!shown(m, &all)) return;
-  uint32_t c = all.by[BY_CORPUS], t = all.by[BY_TEST], z = all.by[BY_FUZZ];
-  fprintf(f, "\nBy who killed: corpus alone **%.1f %%** (%u), corpus + unit tests **%.1f %%** (+%u)", pct(c, &all), c,
-          pct(c + t, &all), t);
-  if (z) fprintf(f, ", + fuzz **%.1f %%** (+%u)", pct(c + t + z, &all), z);
+  fprintf(f, "\nBy who killed: ");
+  by_who(f, &all, "**");
   fprintf(f, ".\n");
   int header = 0;
   for (size_t i = 0; i < m->n; i++) {

@@ -157,33 +157,6 @@ static void wait_some(run_slot *slots, int n) {
 
 /* ---- the reference pass ---------------------------------------------------------------------- */
 
-typedef struct id_ix {
-  const char *id;
-  size_t mi;
-} id_ix;
-
-static int by_id(const void *a, const void *b) { return strcmp(((const id_ix *)a)->id, ((const id_ix *)b)->id); }
-
-/* Adds unit ui to the mutants its reach log names. */
-static void read_reach(stage *s, const id_ix *ix, const char *path, uint32_t ui) {
-  FILE *f = fopen(path, "r");
-  char line[400];
-  while (f && fgets(line, sizeof line, f)) {
-    line[strcspn(line, "\n")] = 0;
-    id_ix key = {line, 0};
-    const id_ix *hit = bsearch(&key, ix, s->m->n, sizeof *ix, by_id);
-    s->lines++;
-    if (!hit) continue;
-    s->matched++;
-    uint32_t *r = realloc(s->reached[hit->mi], (s->n_reached[hit->mi] + 1) * sizeof *r);
-    if (!r) abort();
-    s->reached[hit->mi] = r;
-    r[s->n_reached[hit->mi]++] = ui;
-  }
-  if (f) fclose(f);
-  unlink(path);
-}
-
 /* Every unit once with no mutant, reach logged. -1, or an exit status. */
 static int reference(stage *s) {
   mdc_mutate *m = s->m;
@@ -192,9 +165,6 @@ static int reference(stage *s) {
     fprintf(stderr, "mdc mutate: mkdtemp: %s\n", strerror(errno));
     return MDC_EXIT_USAGE;
   }
-  id_ix *ix = malloc((m->n ? m->n : 1) * sizeof *ix);
-  for (size_t i = 0; i < m->n; i++) ix[i] = (id_ix){m->v[i].id, i};
-  qsort(ix, m->n, sizeof *ix, by_id);
   s->reached = calloc(m->n ? m->n : 1, sizeof *s->reached);
   s->n_reached = calloc(m->n ? m->n : 1, sizeof *s->n_reached);
   int jobs = m->jobs > 1024 ? 1024 : m->jobs;
@@ -216,7 +186,7 @@ static int reference(stage *s) {
       m->units_pass += u->pass;
       char reach[4200];
       snprintf(reach, sizeof reach, "%s/%u", dir, slots[j].ui);
-      read_reach(s, ix, reach, slots[j].ui);
+      s->lines += mdc_mutate__read_reach(m, reach, slots[j].ui, s->reached, s->n_reached, &s->matched);
       done++;
       if (!m->quiet && isatty(STDERR_FILENO))
         fprintf(stderr, "\rmdc mutate: unit tests, reference pass %zu/%zu\033[K", done, s->n_u);
@@ -225,7 +195,6 @@ static int reference(stage *s) {
   for (int j = 0; j < jobs; j++)
     if (slots[j].used) passed(&slots[j]);
   free(slots);
-  free(ix);
   rmdir(dir);
   return *m->stop ? MDC_EXIT_UNEXPECTED : -1;
 }

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "mdc/store.h"
+#include "mutate_test_support.h"
 
 #define TCE_SAME "sim/src/sim_backend.c:sim_close:const_inc:4"
 #define TCE_DIFF "sim/src/sim_backend.c:sim_open:call_del:1"
@@ -62,26 +63,7 @@ static int mutate(const char *path_first, const char *args, char **out, char **e
            "2>'%s'",
            path_first ? "PATH='" : "", path_first ? path_first : "", path_first ? "':\"$PATH\" " : "", MDC_EXE,
            MDM_FIXTURE_SO, MDM_FIXTURE_SCHEMATA, corpus, equiv_none, args, errf);
-  FILE *p = popen(cmd, "r");
-  cr_assert(p, "popen %s", cmd);
-  size_t cap = 1 << 16, n = 0, got;
-  char *b = malloc(cap);
-  while ((got = fread(b + n, 1, cap - n - 1, p)) > 0) {
-    n += got;
-    if (cap - n < 4096) b = realloc(b, cap *= 2);
-  }
-  b[n] = 0;
-  int st = pclose(p);
-  *out = b;
-  FILE *f = fopen(errf, "r");
-  char *e = calloc(1, 1 << 16);
-  if (f) {
-    size_t k = fread(e, 1, (1 << 16) - 1, f);
-    e[k] = 0;
-    fclose(f);
-  }
-  *err = e;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return mdm_run_captured(cmd, errf, out, err);
 }
 
 /* The survivor with id in the run's --json, or NULL. */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "mdc/store.h"
+#include "mutate_test_support.h"
 
 #define KILLED "sim/src/sim_backend.c:sim_open:call_ok:5"
 #define BY_TEST "sim/src/sim_backend.c:sim_open:check_del:1"
@@ -44,24 +45,7 @@ static int mutate(const char *args, char **out, char **err) {
            "'%s' mutate --no-build --jobs 2 --driver '%s' --schemata '%s' --corpus '%s' --equivalent '%s' "
            "--only '%s' --only '%s' --only '%s' %s 2>'%s'",
            MDC_EXE, MDM_FIXTURE_SO, MDM_FIXTURE_SCHEMATA, corpus, equiv_none, KILLED, BY_TEST, SURVIVES, args, errf);
-  FILE *p = popen(cmd, "r");
-  cr_assert(p, "popen %s", cmd);
-  size_t cap = 1 << 16, n = 0, got;
-  char *b = malloc(cap);
-  while ((got = fread(b + n, 1, cap - n - 1, p)) > 0) {
-    n += got;
-    if (cap - n < 4096) b = realloc(b, cap *= 2);
-  }
-  b[n] = 0;
-  int st = pclose(p);
-  *out = b;
-  FILE *f = fopen(errf, "r");
-  *err = calloc(1, 65536);
-  if (f) {
-    (*err)[fread(*err, 1, 65535, f)] = 0;
-    fclose(f);
-  }
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return mdm_run_captured(cmd, errf, out, err);
 }
 
 static double num(json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }
