@@ -26,7 +26,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "exec_int.h" /* md_device's backend, for the simulator's counters */
 #include "md/driver.h"
+#include "md/sim.h"
 #include "support.h"
 
 /* ---- the wrappers ---------------------------------------------------------------------------- */
@@ -226,6 +228,15 @@ static const md_model *chain_model(mdt_model *b, const uint32_t *dims) {
   return mdt_mb_model(b);
 }
 
+/* The simulated device holds no allocation: the client's objects gave back all they held. */
+static void device_memory_is_back(md_device *dev, const char *when) {
+  md_sim_stats st;
+  md_sim_stats_get(dev->bk, &st);
+  cr_assert(st.live_blocks == 0 && st.span_live == 0,
+            "%s, the device still holds %llu allocation(s), %llu bytes", when,
+            (unsigned long long)st.live_blocks, (unsigned long long)st.span_live);
+}
+
 static void run_session(session *s) {
   const md_driver *drv = mdt_driver();
   md_device *dev = NULL;
@@ -311,6 +322,7 @@ static void run_session(session *s) {
     STEP(s, "free_buffer input", drv->free_buffer(dev, client, tin));
     STEP(s, "free_buffer output", drv->free_buffer(dev, client, tout));
     STEP(s, "release_prepared_model", drv->release_prepared_model(dev, client, prepared));
+    device_memory_is_back(dev, "after every object was released");
   } else {
     /* an execution started and never waited: close_client must end it and free it */
     STEP(s, "execute_async (left)", drv->execute_async(dev, client, prepared, mdt_req(&req2), &event));
@@ -328,6 +340,7 @@ cleanup:
       md_leak_report lk;
       md_status st = drv->close_client(dev, client, &lk);
       cr_assert_eq(st, MD_NONE, "close_client: %s", drv->last_error(dev));
+      device_memory_is_back(dev, "after close_client");
       if (s->completed && s->leave == LEAVE_OBJECTS) {
         cr_assert_eq(lk.buffers, 2, "two buffers were left live");
         cr_assert_eq(lk.prepared_models, 1, "one prepared model was left live");
