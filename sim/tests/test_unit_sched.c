@@ -363,7 +363,7 @@ Test(unit_sched, the_order_log_of_a_few_commands_and_of_none) {
   cr_expect_eq(log[2].stream, UINT64_MAX, "only what ran is written");
   cr_expect_neq(hash, 0);
   /* Not a sim device: 0 and hash 0. */
-  static uint64_t fake[64];
+  static _Alignas(64) uint64_t fake[64];
   hash = 5;
   cr_expect_eq(md_sim_order((md_backend *)fake, log, 8, &hash), 0);
   cr_expect_eq(hash, 0);
@@ -445,7 +445,7 @@ Test(unit_sched, streams_and_events_refuse_what_is_not_theirs) {
   md_backend *other = NULL;
   md_backend_params prm = {.struct_size = sizeof prm, .mem_limit = MIB};
   cr_assert_eq(ops->open(&prm, &other, NULL, 0), MD_NONE);
-  static uint64_t fake[64];   /* magic 0: not a sim device */
+  static _Alignas(64) uint64_t fake[64];   /* magic 0: not a sim device */
   md_backend *nd = (md_backend *)fake;
   md_event *e, *oe;
   md_stream *s;

@@ -16,7 +16,7 @@ TestSuite(unit_sim, .fini = simt_close);
 
 static const md_backend_ops *O(void) { return md_sim_backend(); }
 static md_backend *not_sim(void) {
-  static uint64_t fake[64];   /* magic 0 */
+  static _Alignas(64) uint64_t fake[64];   /* magic 0 */
   return (md_backend *)fake;
 }
 
