@@ -160,6 +160,17 @@ static inline md_status kt_exec(const char *op, const md_tensor *in, uint32_t n_
 
 #define kt_assert_ok(s, st) cr_assert_eq((s), MD_NONE, "failed: %s", (st).message)
 
+/* The status's message names `want` (whatever its code). */
+#define kt_assert_names(st, want)                                                                \
+  cr_assert(strstr((st).message, (want)) != NULL, "message \"%s\" lacks \"%s\"", (st).message, \
+            (want))
+/* A status left as it was: MD_NONE and no message. */
+#define kt_assert_untouched(st)                                                                \
+  do {                                                                                         \
+    cr_assert_eq((st).code, MD_NONE);                                                          \
+    cr_assert_eq((st).message[0], '\0', "message \"%s\" on success", (st).message);           \
+  } while (0)
+
 /* Elementwise comparison with an absolute tolerance. */
 static inline void kt_assert_floats(const float *got, const float *want, uint32_t n, float eps) {
   for (uint32_t i = 0; i < n; i++)

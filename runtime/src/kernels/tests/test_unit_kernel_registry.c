@@ -10,16 +10,6 @@
 #include "kernels_int.h"
 #include "ktest.h"
 
-#define assert_msg(st, want)                                                                   \
-  cr_assert(strstr((st).message, (want)) != NULL, "message \"%s\" lacks \"%s\"", (st).message, \
-            (want))
-#define assert_untouched(st)                                                                   \
-  do {                                                                                         \
-    cr_assert_eq((st).code, MD_NONE);                                                          \
-    cr_assert_eq((st).message[0], '\0', "message \"%s\" on success", (st).message);           \
-  } while (0)
-
-
 /* ---- registry boundaries -------------------------------------------------------------- */
 
 static void kx_noop_run(const md_kernel_call *c, md_kernel_status *st) {

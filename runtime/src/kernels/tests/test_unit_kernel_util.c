@@ -20,16 +20,6 @@ static md_kernel_status st0(void) {
   return st;
 }
 
-#define assert_msg(st, want)                                                                   \
-  cr_assert(strstr((st).message, (want)) != NULL, "message \"%s\" lacks \"%s\"", (st).message, \
-            (want))
-#define assert_untouched(st)                                                                   \
-  do {                                                                                         \
-    cr_assert_eq((st).code, MD_NONE);                                                          \
-    cr_assert_eq((st).message[0], '\0', "message \"%s\" on success", (st).message);           \
-  } while (0)
-
-
 /* ---- types ---------------------------------------------------------------------------- */
 
 Test(kutil, type_names_of_every_type_and_unknown_ones) {
@@ -94,10 +84,10 @@ Test(kutil, counts_slow_each_rule_and_its_message) {
   md_operand_info ops[4] = {{0}};
   md_kernel_status st = st0();
   cr_assert_eq(md__kcounts_slow(&st, 3, ops, 1, ops, 3, 3, 1), MD_NONE);
-  assert_untouched(st);
+  kt_assert_untouched(st);
   cr_assert_eq(md__kcounts_slow(&st, 2, ops, 1, ops, 2, 3, 1), MD_NONE);
   cr_assert_eq(md__kcounts_slow(&st, 0, NULL, 0, NULL, 0, 0, 0), MD_NONE);
-  assert_untouched(st);
+  kt_assert_untouched(st);
 
   st = st0();
   cr_assert_eq(md__kcounts_slow(&st, 2, ops, 1, ops, 3, 3, 1), MD_INVALID_ARGUMENT);
@@ -155,9 +145,9 @@ Test(kutil, kernels_refuse_wrong_counts_in_check_shape_and_run) {
     uint32_t n = strcmp(ops[i], "RELU") == 0 ? 2 : 1;
     md_tensor_shape shp;
     cr_assert_eq(kt_run(ops[i], t, n, &ot, &st), MD_INVALID_ARGUMENT, "%s run", ops[i]);
-    assert_msg(st, "expects");
+    kt_assert_names(st, "expects");
     cr_assert_eq(kt_shape(ops[i], t, n, &shp, &st), MD_INVALID_ARGUMENT, "%s shape", ops[i]);
-    assert_msg(st, "expects");
+    kt_assert_names(st, "expects");
   }
 }
 
@@ -168,7 +158,7 @@ Test(kutil, check_tensor_rules_and_messages) {
   md__kunsup u = {0};
   md_operand_info o = kt_ti(MD_TENSOR_FLOAT32, 2, D(2, 3));
   cr_assert_eq(md__kcheck_tensor(&st, "input", 0, NULL, &o, MD__T_ANY, &u), MD_NONE);
-  assert_untouched(st);
+  kt_assert_untouched(st);
   cr_assert_eq(u.found, 0);
 
   o.lifetime = MD_NO_VALUE;
@@ -221,7 +211,7 @@ Test(kutil, check_tensor_rules_and_messages) {
   st = st0();
   o = kt_ti(MD_TENSOR_FLOAT32, 0, NULL);
   cr_assert_eq(md__kcheck_tensor(&st, "input", 3, NULL, &o, MD__T_ANY, &u), MD_NONE);
-  assert_untouched(st);
+  kt_assert_untouched(st);
   cr_assert_eq(u.found, 0, "TENSOR_FLOAT32 is supported");
 }
 
@@ -232,7 +222,7 @@ Test(kutil, check_tensor_notes_the_first_unsupported_type_only) {
   md_operand_info q8 = kt_ti(MD_TENSOR_QUANT8_ASYMM, 1, D(2));
   cr_assert_eq(md__kcheck_tensor(&st, "input", 1, "weights", &f16, MD__T_ANY, &u), MD_NONE);
   cr_assert_eq(md__kcheck_tensor(&st, "output", 0, NULL, &q8, MD__T_ANY, &u), MD_NONE);
-  assert_untouched(st);
+  kt_assert_untouched(st);
   cr_assert_eq(u.found, 1);
   cr_assert_str_eq(u.what, "input 1 (weights)");
   cr_assert_eq(u.type, MD_TENSOR_FLOAT16);
@@ -247,7 +237,7 @@ Test(kutil, check_tensor_notes_the_first_unsupported_type_only) {
   md__kunsup none = {0};
   st = st0();
   cr_assert_eq(md__kcheck_done(&st, &none), MD_NONE);
-  assert_untouched(st);
+  kt_assert_untouched(st);
 }
 
 Test(kutil, check_same_type_scalar_rank) {
@@ -255,7 +245,7 @@ Test(kutil, check_same_type_scalar_rank) {
   md_operand_info o = kt_ti(MD_TENSOR_FLOAT16, 1, D(2));
   cr_assert_eq(md__kcheck_same_type(&st, "output", 0, NULL, &o, MD_TENSOR_FLOAT16, "input 0"),
                MD_NONE);
-  assert_untouched(st);
+  kt_assert_untouched(st);
   cr_assert_eq(md__kcheck_same_type(&st, "output", 0, NULL, &o, MD_TENSOR_FLOAT32, "input 0"),
                MD_INVALID_ARGUMENT);
   cr_assert_str_eq(st.message,
@@ -266,7 +256,7 @@ Test(kutil, check_same_type_scalar_rank) {
   md_operand_info s = kt_si(MD_INT32, &v);
   st = st0();
   cr_assert_eq(md__kcheck_scalar(&st, 3, "axis", &s, MD_INT32), MD_NONE);
-  assert_untouched(st);
+  kt_assert_untouched(st);
   s.lifetime = MD_NO_VALUE;
   cr_assert_eq(md__kcheck_scalar(&st, 3, "axis", &s, MD_INT32), MD_INVALID_ARGUMENT);
   cr_assert_str_eq(st.message, "input 3 (axis) is required, got no value");
@@ -293,13 +283,13 @@ Test(kutil, check_same_type_scalar_rank) {
   s = kt_si(MD_INT32, NULL);
   s.length = 8;
   cr_assert_eq(md__kcheck_scalar(&st, 2, "axis", &s, MD_INT32), MD_NONE);
-  assert_untouched(st);
+  kt_assert_untouched(st);
 
   md_operand_info r = kt_ti(MD_TENSOR_FLOAT32, 3, D(1, 2, 3));
   cr_assert_eq(md__kcheck_rank(&st, "input", 1, "weights", &r, 3), MD_NONE);
   r.rank = 0;
   cr_assert_eq(md__kcheck_rank(&st, "input", 1, "weights", &r, 2), MD_NONE);
-  assert_untouched(st);
+  kt_assert_untouched(st);
   r.rank = 3;
   cr_assert_eq(md__kcheck_rank(&st, "input", 1, "weights", &r, 2), MD_INVALID_ARGUMENT);
   cr_assert_str_eq(st.message, "input 1 (weights) must have rank 2, got 3");
@@ -319,7 +309,7 @@ Test(kutil, check_activation_range_ends) {
     md_operand_info a = kt_si(MD_INT32, &cases[i].v);
     cr_assert_eq(md__kcheck_activation(&st, 2, &a), cases[i].want, "activation %d", cases[i].v);
     if (cases[i].want == MD_NONE) {
-      assert_untouched(st);
+      kt_assert_untouched(st);
     } else {
       char want[128];
       snprintf(want, sizeof want,
@@ -347,7 +337,7 @@ Test(kutil, check_output_dims_each_case) {
   cr_assert_eq(md__kcheck_output_dims(&st, &sig, 0, 2, D(2, 0)), MD_NONE);
   cr_assert_eq(md__kcheck_output_dims(&st, &sig, 0, 0, NULL), MD_NONE);
   cr_assert_eq(md__kcheck_output_dims(&st, &sig, 1, 2, D(5, 4)), MD_NONE);
-  assert_untouched(st);
+  kt_assert_untouched(st);
   cr_assert_eq(md__kcheck_output_dims(&st, &sig, 1, 2, D(5, 3)), MD_INVALID_ARGUMENT);
   cr_assert_str_eq(st.message,
                    "output 1 dims [0,4] conflict with [5,3] implied by the inputs (axis 1)");
@@ -363,7 +353,7 @@ Test(kutil, check_output_dims_each_case) {
   outs[0].rank = 0;
   st = st0();
   cr_assert_eq(md__kcheck_output_dims(&st, &sig, 0, 1, D(6)), MD_NONE);
-  assert_untouched(st);
+  kt_assert_untouched(st);
 }
 
 /* ---- execute-time slow paths ---------------------------------------------------------- */
@@ -380,14 +370,14 @@ Test(kutil, exec_known_slow_every_rule_and_the_2_61_limit) {
   cr_assert_eq(md__kexec_known_slow(&st, "input", 0, NULL, &v, &n), MD_NONE);
   cr_assert_eq(n, 6);
   cr_assert_eq(md__kexec_known_slow(&st, "input", 0, NULL, &v, NULL), MD_NONE);
-  assert_untouched(st);
+  kt_assert_untouched(st);
   /* exactly 2^61 elements is allowed, one more axis step is not */
   v = view(2, D(1u << 30, 1u << 31));
   n = 0;
   cr_assert_eq(md__kexec_known_slow(&st, "input", 0, NULL, &v, &n), MD_NONE);
   cr_assert_eq(n, TWO61);
   cr_assert_eq(md__kexec_known(&st, "input", 0, NULL, &v, &n), MD_NONE);
-  assert_untouched(st);
+  kt_assert_untouched(st);
   v = view(3, D(1u << 30, 1u << 31, 3));
   n = 7;
   cr_assert_eq(md__kexec_known_slow(&st, "input", 1, "bias", &v, &n), MD_INVALID_ARGUMENT);
@@ -420,7 +410,7 @@ Test(kutil, exec_known_slow_every_rule_and_the_2_61_limit) {
   /* a product that overflows 64 bits */
   v = view(3, D(UINT32_MAX, UINT32_MAX, UINT32_MAX));
   cr_assert_eq(md__kexec_known_slow(&st, "input", 0, NULL, &v, &n), MD_INVALID_ARGUMENT);
-  assert_msg(st, "more than 2^61");
+  kt_assert_names(st, "more than 2^61");
 }
 
 Test(kutil, exec_scalar_and_activation_slow) {
@@ -429,7 +419,7 @@ Test(kutil, exec_scalar_and_activation_slow) {
   md__kview v = {.type = MD_INT32, .data = &val, .bytes = 4};
   cr_assert_eq(md__kexec_scalar4_slow(&st, 2, "axis", &v, MD_INT32, &out), MD_NONE);
   cr_assert_eq(out, 42);
-  assert_untouched(st);
+  kt_assert_untouched(st);
   v.bytes = 8;
   out = 0;
   cr_assert_eq(md__kexec_scalar4_slow(&st, 2, "axis", &v, MD_INT32, &out), MD_NONE);
@@ -459,9 +449,9 @@ Test(kutil, exec_scalar_and_activation_slow) {
     cr_assert_eq(md__kexec_activation(&st, 2, &av, &got), want, "activation %d", a);
     if (want == MD_NONE) {
       cr_assert_eq(got, a);
-      assert_untouched(st);
+      kt_assert_untouched(st);
     } else {
-      assert_msg(st, "(fused activation) is ");
+      kt_assert_names(st, "(fused activation) is ");
     }
   }
   st = st0();
@@ -477,7 +467,7 @@ Test(kutil, run_buffer_slow_each_rule) {
   md_tensor t = kt_f32(2, D(2, 3), data);
   cr_assert_eq(md__krun_buffer_slow(&st, "input", 0, &t, 6), MD_NONE);
   cr_assert_eq(md__krun_buffer_slow(&st, "input", 0, &t, 5), MD_NONE);
-  assert_untouched(st);
+  kt_assert_untouched(st);
   cr_assert_eq(md__krun_buffer_slow(&st, "input", 1, &t, 7), MD_GENERAL_FAILURE);
   cr_assert_str_eq(st.message, "input 1 buffer is 24 bytes, its dims [2,3] need 28");
   st = st0();
@@ -488,7 +478,7 @@ Test(kutil, run_buffer_slow_each_rule) {
   t.data = NULL;
   t.bytes = 0;
   cr_assert_eq(md__krun_buffer_slow(&st, "input", 0, &t, 0), MD_NONE);
-  assert_untouched(st);
+  kt_assert_untouched(st);
   t.bytes = 24;
   cr_assert_eq(md__krun_buffer_slow(&st, "input", 0, &t, 6), MD_GENERAL_FAILURE);
   cr_assert_str_eq(st.message, "input 0 has no buffer");
@@ -512,7 +502,7 @@ Test(kutil, run_output_slow_each_rule) {
   cr_assert_eq(md__krun_output_slow(&st, 0, &t, 2, D(2, 3), &n), MD_NONE);
   cr_assert_eq(n, 6);
   cr_assert_eq(md__krun_output_slow(&st, 0, &t, 2, D(2, 3), NULL), MD_NONE);
-  assert_untouched(st);
+  kt_assert_untouched(st);
   n = 9;
   cr_assert_eq(md__krun_output_slow(&st, 1, &t, 2, D(3, 2), &n), MD_GENERAL_FAILURE);
   cr_assert_str_eq(st.message, "output 1 dims [2,3] differ from the computed [3,2]");

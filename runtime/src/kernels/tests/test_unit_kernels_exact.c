@@ -10,16 +10,6 @@
 #include "kernels_int.h"
 #include "ktest.h"
 
-#define assert_msg(st, want)                                                                   \
-  cr_assert(strstr((st).message, (want)) != NULL, "message \"%s\" lacks \"%s\"", (st).message, \
-            (want))
-#define assert_untouched(st)                                                                   \
-  do {                                                                                         \
-    cr_assert_eq((st).code, MD_NONE);                                                          \
-    cr_assert_eq((st).message[0], '\0', "message \"%s\" on success", (st).message);           \
-  } while (0)
-
-
 /* ---- kernels at limits the ABI cannot reach ------------------------------------------- */
 
 Test(kexact, fully_connected_batch_past_uint32_is_refused) {
@@ -469,7 +459,7 @@ Test(kexact, concatenation_many_inputs_without_scratch) {
   for (int i = 0; i < 2 * N; i++) cr_assert_eq(o[i], (float)i);
   cr_assert_eq(kt_run_limit("CONCATENATION", t, N + 1, &ot, &st, 0),
                MD_RESOURCE_EXHAUSTED_TRANSIENT);
-  assert_msg(st, "no scratch memory for 13 input views");
+  kt_assert_names(st, "no scratch memory for 13 input views");
   /* 9 inputs (8 tensors and the axis) stay on the stack */
   md_tensor t9[9];
   for (int i = 0; i < 8; i++) t9[i] = t[i];
@@ -750,12 +740,12 @@ Test(kexact, every_shape_and_run_rejects_unknown_input_dims) {
       c[i].t[p].dims[0] = 0;
       cr_assert_eq(kt_shape(c[i].op, c[i].t, c[i].n, &out, &st), MD_INVALID_ARGUMENT, "%s %u",
                    c[i].op, p);
-      assert_msg(st, "not fully known at execution");
+      kt_assert_names(st, "not fully known at execution");
       c[i].t[p] = keep;
       c[i].t[p].rank = 0;
       cr_assert_eq(kt_shape(c[i].op, c[i].t, c[i].n, &out, &st), MD_INVALID_ARGUMENT, "%s %u",
                    c[i].op, p);
-      assert_msg(st, "unknown rank at execution");
+      kt_assert_names(st, "unknown rank at execution");
       c[i].t[p] = keep;
     }
     /* run(): every input buffer one element short, then an int32 buffer */
@@ -773,7 +763,7 @@ Test(kexact, every_shape_and_run_rejects_unknown_input_dims) {
       cr_assert_eq(r, MD_GENERAL_FAILURE, "%s input %u short: %d %s", c[i].op, p, r, st.message);
       char want[32];
       snprintf(want, sizeof want, "input %u buffer is", p);
-      assert_msg(st, want);
+      kt_assert_names(st, want);
       c[i].t[p] = keep;
       c[i].t[p].type = MD_TENSOR_INT32;
       r = kt_run(c[i].op, c[i].t, c[i].n, &ot, &st);
@@ -782,7 +772,7 @@ Test(kexact, every_shape_and_run_rejects_unknown_input_dims) {
           strcmp(c[i].op, "RESHAPE") == 0 || strcmp(c[i].op, "FULLY_CONNECTED") == 0) {
         cr_assert_eq(r, MD_GENERAL_FAILURE, "%s input %u int32: %d %s", c[i].op, p, r,
                      st.message);
-        assert_msg(st, "TENSOR_INT32 not supported by the host kernels");
+        kt_assert_names(st, "TENSOR_INT32 not supported by the host kernels");
       }
       c[i].t[p] = keep;
     }
