@@ -211,6 +211,28 @@ Test(unit_handles, tagged_and_held_issue) {
   cr_assert_eq(destroyed, 3);
 }
 
+/* A sweep (close_client's release_owned) that loads a handle after a concurrent release killed
+ * it reads 0: killing with 0 must fail and drop nothing, or the table's reference is dropped a
+ * second time and the slot is freed, and issued again, while references to it are still held. */
+Test(unit_handles, killing_a_killed_entry_with_handle_0_fails_and_drops_nothing) {
+  md_handle h;
+  md__hentry *e = NULL;
+  cr_assert_eq(md__handle_issue_held(&t, MD__KIND_PREPARED, 4, &obj[5], &h, &e), MD_NONE);
+  cr_assert_eq(refs(e), 2u, "the table's and the caller's");
+  cr_assert(md__handle_kill(&t, e, h));
+  cr_assert_eq(refs(e), 1u, "the caller's");
+  cr_assert_not(md__handle_kill(&t, e, 0), "a killed entry's handle (0) kills nothing");
+  cr_assert_not(md__handle_kill(&t, e, h), "nor does its old handle");
+  cr_assert_eq(refs(e), 1u, "the caller's reference is still there");
+  cr_assert_eq(destroyed, 0);
+  md_handle h2;
+  cr_assert_eq(md__handle_issue(&t, MD__KIND_CLIENT, 0, &obj[6], &h2, NULL), MD_NONE);
+  cr_assert_neq(SLOT(h2), SLOT(h), "the slot is not free while a reference is held");
+  md__handle_put(&t, e);
+  cr_assert_eq(destroyed, 1);
+  cr_assert_eq(last_destroyed, &obj[5]);
+}
+
 Test(unit_handles, free_list_is_last_in_first_out_then_fresh_slots) {
   md_handle h[6];
   md__hentry *e[6];

@@ -434,6 +434,9 @@ unsigned md__htable_unpin_idle(md__htable *t, const void *pin) {
 }
 
 bool md__handle_kill(md__htable *t, md__hentry *e, md_handle h) {
+  /* 0 is a killed entry's handle: "killing" it again would drop the table's reference twice
+   * (a sweep that read the handle after a concurrent release did, and freed a live slot). */
+  if (!h) return false;
   uint64_t expect = h;
   if (!atomic_compare_exchange_strong(&e->handle, &expect, 0)) return false;
   steal(t, e);            /* the cached references of every thread */

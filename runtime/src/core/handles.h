@@ -96,8 +96,8 @@ static inline void md__handle_ref(md__hentry *e) { md__ref_get(&e->ref); }
 /* Drops a reference; the last one destroys the object and recycles the slot. */
 void md__handle_put(md__htable *t, md__hentry *e);
 /* Kills the handle for new lookups and drops the table's reference. Returns true when this
- * call killed it, false when it was already dead (someone else released it first). The
- * caller must hold a reference of its own. */
+ * call killed it, false when it was already dead (someone else released it first) or h is 0
+ * (what a killed entry's handle reads). The caller must hold a reference of its own. */
 bool md__handle_kill(md__htable *t, md__hentry *e, md_handle h);
 
 /* ---- per-thread reference caches: lookups on the hot path without a shared write ----
