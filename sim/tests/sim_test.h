@@ -6,6 +6,7 @@
 
 #include <criterion/criterion.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -101,6 +102,37 @@ static inline void simt_k_inc(const md_kernel_call *c, md_kernel_status *st) {
   const float *in = c->inputs[0].data;
   float *o = c->outputs[0].data;
   for (uint64_t i = 0; i < c->outputs[0].bytes / sizeof(float); i++) o[i] = in[i] + 1.0f;
+}
+
+/* A kernel that waits for the test to open a gate (no sleeps: the test sees the kernel enter,
+ * holds it as long as it needs, and counts the runs). Initialise with SIMT_GATE_INIT. */
+typedef struct simt_gate {
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  int open;           /* set by the test */
+  int entered, ran;   /* counted by the kernel */
+  pthread_t runner;   /* the thread the kernel last ran on */
+} simt_gate;
+#define SIMT_GATE_INIT {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER}
+
+static inline void simt_gate_kernel(const md_kernel_call *c, md_kernel_status *st) {
+  (void)st;
+  simt_gate *g = c->user;
+  pthread_mutex_lock(&g->lock);
+  g->runner = pthread_self();
+  g->entered++;
+  pthread_cond_broadcast(&g->cond);
+  while (!g->open) pthread_cond_wait(&g->cond, &g->lock);
+  g->ran++;
+  pthread_cond_broadcast(&g->cond);
+  pthread_mutex_unlock(&g->lock);
+}
+
+static inline void simt_gate_open(simt_gate *g) {
+  pthread_mutex_lock(&g->lock);
+  g->open = 1;
+  pthread_cond_broadcast(&g->cond);
+  pthread_mutex_unlock(&g->lock);
 }
 
 static inline md_kernel_def simt_kernel(const char *name, void (*run)(const md_kernel_call *, md_kernel_status *)) {

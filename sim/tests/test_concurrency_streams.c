@@ -20,39 +20,12 @@ static md_backend *open_seeded(int has_seed, uint64_t seed, double gbps, uint64_
   return t->dev;
 }
 
-/* ---- a kernel that waits for the test to open a gate -------------------------------------- */
-
-typedef struct gate {
-  pthread_mutex_t lock;
-  pthread_cond_t cond;
-  int open;             /* set by the test */
-  int ran;              /* set by the kernel */
-  pthread_t runner;     /* the thread the kernel ran on */
-} gate;
-
-static void gate_kernel(const md_kernel_call *c, md_kernel_status *st) {
-  gate *g = c->user;
-  pthread_mutex_lock(&g->lock);
-  g->runner = pthread_self();
-  while (!g->open) pthread_cond_wait(&g->cond, &g->lock);
-  g->ran = 1;
-  pthread_cond_broadcast(&g->cond);
-  pthread_mutex_unlock(&g->lock);
-}
-
-static void gate_open(gate *g) {
-  pthread_mutex_lock(&g->lock);
-  g->open = 1;
-  pthread_cond_broadcast(&g->cond);
-  pthread_mutex_unlock(&g->lock);
-}
-
 Test(streams, a_launch_returns_before_its_kernel_runs_and_the_kernel_runs_on_a_worker) {
   md_backend *d = open_seeded(0, 0, 0, 0);
   const md_backend_ops *ops = simt_get()->ops;
   md_devptr out = simt_alloc(64);
-  gate g = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
-  md_kernel_def k = simt_kernel("gate", gate_kernel);
+  simt_gate g = SIMT_GATE_INIT;
+  md_kernel_def k = simt_kernel("gate", simt_gate_kernel);
   k.user = &g;
   md_tensor t = simt_tensor(ops->kernel_ptr(d, out), 16);
   md_kernel_status st;
@@ -68,7 +41,7 @@ Test(streams, a_launch_returns_before_its_kernel_runs_and_the_kernel_runs_on_a_w
   cr_expect_eq(g.ran, 0, "the kernel cannot have finished: its gate is closed");
   pthread_mutex_unlock(&g.lock);
   cr_expect_eq(ops->event_wait(d, e, 0), MD_MISSED_DEADLINE_TRANSIENT, "not reached while the kernel waits");
-  gate_open(&g);
+  simt_gate_open(&g);
   cr_expect_eq(ops->event_wait(d, e, UINT64_MAX), MD_NONE);
   cr_expect_eq(ops->stream_sync(d, s, NULL, 0), MD_NONE);
   cr_expect_eq(g.ran, 1);

@@ -542,37 +542,14 @@ Test(unit_sched, work_held_when_the_device_is_lost_fails_and_events_are_still_re
 
 /* ---- waits ------------------------------------------------------------------------------ */
 
-typedef struct gate {
-  pthread_mutex_t lock;
-  pthread_cond_t cond;
-  int open, ran, entered;
-} gate;
-
-static void gate_kernel(const md_kernel_call *c, md_kernel_status *st) {
-  gate *g = c->user;
-  pthread_mutex_lock(&g->lock);
-  g->entered++;
-  pthread_cond_broadcast(&g->cond);
-  while (!g->open) pthread_cond_wait(&g->cond, &g->lock);
-  g->ran++;
-  pthread_mutex_unlock(&g->lock);
-}
-
-static void gate_open(gate *g) {
-  pthread_mutex_lock(&g->lock);
-  g->open = 1;
-  pthread_cond_broadcast(&g->cond);
-  pthread_mutex_unlock(&g->lock);
-}
-
 Test(unit_sched, a_wait_for_an_event_behind_unfinished_work_times_out_then_succeeds) {
   const int seeded[] = {0, 1};
   for (int v = 0; v < 2; v++) {
     md_backend *d = open_with(seeded[v], 4, 0, 0, NULL);
     const md_backend_ops *ops = simt_get()->ops;
     md_devptr out = simt_alloc(64);
-    gate g = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
-    md_kernel_def k = simt_kernel("gate", gate_kernel);
+    simt_gate g = SIMT_GATE_INIT;
+    md_kernel_def k = simt_kernel("gate", simt_gate_kernel);
     k.user = &g;
     md_tensor t = simt_tensor(ops->kernel_ptr(d, out), 16);
     md_kernel_status st;
@@ -594,7 +571,7 @@ Test(unit_sched, a_wait_for_an_event_behind_unfinished_work_times_out_then_succe
       cr_expect_eq(ops->event_wait(d, eo, UINT64_MAX), MD_NONE);
       cr_expect_eq(ops->stream_sync(d, o, NULL, 0), MD_NONE);
     }
-    gate_open(&g);
+    simt_gate_open(&g);
     cr_expect_eq(ops->event_wait(d, e, UINT64_MAX - 1), MD_NONE, "a deadline far away: reached");
     cr_expect_eq(ops->event_wait(d, e, 0), MD_NONE, "stays reached");
     cr_expect_eq(g.ran, 1);
@@ -603,7 +580,7 @@ Test(unit_sched, a_wait_for_an_event_behind_unfinished_work_times_out_then_succe
     cr_assert_eq(simt_launch(s, &k, NULL, &t, &st), MD_NONE);
     cr_assert_eq(ops->event_record(d, e, s), MD_NONE);
     cr_expect_eq(ops->event_wait(d, e, 0), MD_MISSED_DEADLINE_TRANSIENT, "variant %d: the new record", v);
-    gate_open(&g);
+    simt_gate_open(&g);
     cr_expect_eq(ops->event_wait(d, e, UINT64_MAX), MD_NONE);
     cr_expect_eq(g.ran, 2);
     cr_expect_eq(ops->stream_sync(d, s, NULL, 0), MD_NONE);
@@ -658,8 +635,8 @@ Test(unit_sched, work_issued_while_the_stream_runs_queues_behind_what_is_queued)
     md_backend *d = open_with(seeded[v], 21, 0, 0, NULL);
     const md_backend_ops *ops = simt_get()->ops;
     md_devptr out = simt_alloc(64), buf = simt_alloc(64);
-    gate g = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
-    md_kernel_def k = simt_kernel("gate", gate_kernel);
+    simt_gate g = SIMT_GATE_INIT;
+    md_kernel_def k = simt_kernel("gate", simt_gate_kernel);
     k.user = &g;
     md_tensor t = simt_tensor(ops->kernel_ptr(d, out), 16);
     md_kernel_status st;
@@ -678,7 +655,7 @@ Test(unit_sched, work_issued_while_the_stream_runs_queues_behind_what_is_queued)
     cr_assert_eq(ops->write(d, s, buf, 16, &three, 8, NULL, 0), MD_NONE);
     cr_assert_eq(ops->event_record(d, e, s), MD_NONE);
     cr_expect_eq(ops->event_wait(d, e, 0), MD_MISSED_DEADLINE_TRANSIENT);
-    gate_open(&g);
+    simt_gate_open(&g);
     cr_expect_eq(ops->stream_sync(d, s, NULL, 0), MD_NONE);
     cr_expect_eq(ops->event_wait(d, e, 0), MD_NONE);
     uint64_t back[3] = {0, 0, 0};
